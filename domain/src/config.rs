@@ -1,0 +1,639 @@
+//! The one source of configuration: `cluster.toml` with every setting overridable from the
+//! environment. Loading is pure (text and variables in, `Config` out) so it is unit-tested;
+//! reading the file and the process environment happens in the binary.
+
+use serde::{Deserialize, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+/// Environment variables with a conventional name, and the setting each one overrides.
+/// Any other setting is reachable as `BILET__<SECTION>__<KEY>`.
+pub const ENV_ALIASES: &[(&str, &str)] = &[
+    ("BILET_MODE", "mode"),
+    ("BILET_DATA_DIR", "data_dir"),
+    ("BILET_NODE", "node"),
+    ("RUST_LOG", "log.filter"),
+    ("DATABASE_URL", "database.url"),
+    ("DATABASE_APP_PASSWORD", "database.app_password"),
+    ("BROKER_URL", "broker.url"),
+    ("CLICKHOUSE_URL", "clickhouse.url"),
+    ("REDIS_URL", "redis.url"),
+    ("SMTP_URL", "smtp.url"),
+    ("SMTP_FROM", "smtp.from"),
+    ("STORAGE_ENDPOINT", "storage.endpoint"),
+    ("STORAGE_ACCESS_KEY", "storage.access_key"),
+    ("STORAGE_SECRET_KEY", "storage.secret_key"),
+    ("STORAGE_BUCKET", "storage.bucket"),
+    ("STORAGE_REGION", "storage.region"),
+    ("MESSENGER_BOT_TOKEN", "messenger.bot_token"),
+    ("MESSENGER_BOT_USERNAME", "messenger.bot_username"),
+    ("MESSENGER_API_URL", "messenger.api_url"),
+    ("JWT_SECRET", "auth.jwt_secret"),
+];
+
+/// Prefix of the generic override variables.
+pub const ENV_PREFIX: &str = "BILET__";
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The TOML text does not parse.
+    #[error("cluster.toml is not valid TOML: {0}")]
+    Syntax(String),
+    /// A value has the wrong type or an unknown key was given.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+    /// The selected node is not described.
+    #[error("node `{0}` is not described in cluster.toml (known nodes: {1})")]
+    UnknownNode(String, String),
+    /// A service a node runs has no address.
+    #[error("service `{0}` has no [services.{0}] address in cluster.toml")]
+    MissingService(String),
+}
+
+/// Development generates what is missing; production refuses to start without it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Embedded defaults, generated secrets.
+    #[default]
+    Development,
+    /// Every secret must be given.
+    Production,
+}
+
+/// A value that must never be printed.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the one place that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(****)")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("****")
+    }
+}
+
+/// A service bilet can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Service {
+    /// The API gateway, the only public door.
+    Gateway,
+    /// Accounts, sessions, organizations, groups.
+    Identity,
+    /// Events, ticket types, registrations.
+    Events,
+    /// Messenger notifications.
+    Notifications,
+    /// Files and images.
+    Media,
+    /// Tracking and dashboards.
+    Analytics,
+}
+
+impl Service {
+    /// Every service, in port order.
+    pub const ALL: [Service; 6] = [
+        Service::Gateway,
+        Service::Identity,
+        Service::Events,
+        Service::Notifications,
+        Service::Media,
+        Service::Analytics,
+    ];
+
+    /// The name used in cluster.toml and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gateway => "gateway",
+            Self::Identity => "identity",
+            Self::Events => "events",
+            Self::Notifications => "notifications",
+            Self::Media => "media",
+            Self::Analytics => "analytics",
+        }
+    }
+
+    /// The PostgreSQL schema the service owns, if any.
+    pub fn schema(self) -> Option<&'static str> {
+        match self {
+            Self::Gateway => None,
+            Self::Identity => Some("user_service"),
+            Self::Events => Some("event_service"),
+            Self::Notifications => Some("notification_service"),
+            Self::Media => Some("media_service"),
+            Self::Analytics => Some("analytics_service"),
+        }
+    }
+
+    fn default_port(self) -> u16 {
+        match self {
+            Self::Gateway => 8080,
+            Self::Identity => 8081,
+            Self::Events => 8082,
+            Self::Notifications => 8084,
+            Self::Media => 8085,
+            Self::Analytics => 8086,
+        }
+    }
+}
+
+/// The whole configuration of a process.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// development or production.
+    pub mode: Mode,
+    /// Where generated secrets, local media and mail files live.
+    pub data_dir: PathBuf,
+    /// Which `[[nodes]]` entry this process runs.
+    pub node: String,
+    /// Logging.
+    pub log: LogConfig,
+    /// PostgreSQL.
+    pub database: DatabaseConfig,
+    /// The message broker.
+    pub broker: BrokerConfig,
+    /// HTTP limits shared by every service.
+    pub http: HttpConfig,
+    /// ClickHouse for analytics; PostgreSQL is used when absent.
+    pub clickhouse: UrlConfig,
+    /// Redis for shared rate limits; in memory when absent.
+    pub redis: UrlConfig,
+    /// Outgoing mail; `.eml` files in the data directory when absent.
+    pub smtp: SmtpConfig,
+    /// Object storage; a local directory when no endpoint is given.
+    pub storage: StorageConfig,
+    /// The messenger bot; disabled without a token.
+    pub messenger: MessengerConfig,
+    /// Token signing.
+    pub auth: AuthConfig,
+    /// Where each service listens and is reached.
+    pub services: BTreeMap<Service, ServiceAddr>,
+    /// The processes of the cluster and the services each runs.
+    pub nodes: Vec<NodeConfig>,
+}
+
+/// Logging settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// A tracing filter, e.g. `info,bilet=debug`.
+    pub filter: String,
+}
+
+/// PostgreSQL settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// Connection of the schema owner: migrations run with it.
+    pub url: String,
+    /// Password of the `bilet_app` role the services connect as (owns no table); none with
+    /// trust authentication.
+    pub app_password: Option<Secret>,
+    /// Connections in the pool of each process.
+    pub pool_size: usize,
+    /// Longest a statement may run, in milliseconds.
+    pub statement_timeout_ms: u64,
+}
+
+/// Broker settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BrokerConfig {
+    /// `memory` for the in-process bus, or an `amqp://` URL for RabbitMQ.
+    pub url: String,
+    /// The topic exchange events are published to.
+    pub exchange: String,
+    /// Deliveries of a message before it goes to the dead-letter queue.
+    pub max_attempts: u32,
+    /// First retry delay; each further retry doubles it.
+    pub retry_base_ms: u64,
+    /// How often the outbox relay polls when no notification wakes it.
+    pub relay_poll_ms: u64,
+}
+
+/// HTTP settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Largest JSON body accepted, in bytes.
+    pub json_body_limit: usize,
+    /// Retention of idempotency keys, in hours.
+    pub idempotency_ttl_hours: u32,
+}
+
+/// A backing service given by URL.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UrlConfig {
+    /// Its URL, or none for the embedded default.
+    pub url: Option<String>,
+}
+
+/// Mail settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SmtpConfig {
+    /// `smtp://host:port`, or none to write `.eml` files.
+    pub url: Option<String>,
+    /// Sender address.
+    pub from: String,
+}
+
+/// Object storage settings (the spec's STORAGE_* names).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// S3 endpoint, or none for the local directory.
+    pub endpoint: Option<String>,
+    /// S3 access key.
+    pub access_key: Option<Secret>,
+    /// S3 secret key.
+    pub secret_key: Option<Secret>,
+    /// Bucket name.
+    pub bucket: String,
+    /// S3 region.
+    pub region: String,
+}
+
+/// Messenger bot settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MessengerConfig {
+    /// Bot token; without it the bot is off and sends are logged as skipped.
+    pub bot_token: Option<Secret>,
+    /// Bot username for deep links.
+    pub bot_username: String,
+    /// Bot API base URL, replaced by a fake one in tests.
+    pub api_url: String,
+}
+
+/// Token settings.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// HS256 signing secret shared by identity and the gateway.
+    pub jwt_secret: Option<Secret>,
+}
+
+/// Address of one service.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceAddr {
+    /// Socket address it listens on.
+    pub listen: String,
+    /// Base URL other processes reach it at.
+    pub url: String,
+}
+
+/// One process of the cluster.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Its name, selected with `node` / BILET_NODE.
+    pub name: String,
+    /// The services it runs.
+    pub services: Vec<Service>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mode: Mode::Development,
+            data_dir: PathBuf::from(".bilet"),
+            node: "default".into(),
+            log: LogConfig::default(),
+            database: DatabaseConfig::default(),
+            broker: BrokerConfig::default(),
+            http: HttpConfig::default(),
+            clickhouse: UrlConfig::default(),
+            redis: UrlConfig::default(),
+            smtp: SmtpConfig::default(),
+            storage: StorageConfig::default(),
+            messenger: MessengerConfig::default(),
+            auth: AuthConfig::default(),
+            services: Service::ALL
+                .into_iter()
+                .map(|s| {
+                    let port = s.default_port();
+                    (
+                        s,
+                        ServiceAddr {
+                            listen: format!("0.0.0.0:{port}"),
+                            url: format!("http://127.0.0.1:{port}"),
+                        },
+                    )
+                })
+                .collect(),
+            nodes: vec![NodeConfig {
+                name: "default".into(),
+                services: Service::ALL.to_vec(),
+            }],
+        }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            filter: "info".into(),
+        }
+    }
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig {
+            url: "postgres://postgres@127.0.0.1:5432/bilet".into(),
+            app_password: None,
+            pool_size: 32,
+            statement_timeout_ms: 30_000,
+        }
+    }
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            url: "memory".into(),
+            exchange: "bilet.events".into(),
+            max_attempts: 5,
+            retry_base_ms: 500,
+            relay_poll_ms: 1_000,
+        }
+    }
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            json_body_limit: 1024 * 1024,
+            idempotency_ttl_hours: 24,
+        }
+    }
+}
+
+impl Default for SmtpConfig {
+    fn default() -> Self {
+        SmtpConfig {
+            url: None,
+            from: "bilet <no-reply@bilet.local>".into(),
+        }
+    }
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            endpoint: None,
+            access_key: None,
+            secret_key: None,
+            bucket: "bilet-media".into(),
+            region: "garage".into(),
+        }
+    }
+}
+
+impl Default for MessengerConfig {
+    fn default() -> Self {
+        MessengerConfig {
+            bot_token: None,
+            bot_username: "bilet_bot".into(),
+            api_url: "https://api.telegram.org".into(),
+        }
+    }
+}
+
+/// Settings whose value is always text, even when it looks like a number.
+const STRING_SETTINGS: &[&str] = &[
+    "database.app_password",
+    "storage.access_key",
+    "storage.secret_key",
+    "messenger.bot_token",
+    "messenger.bot_username",
+    "auth.jwt_secret",
+];
+
+impl Config {
+    /// Builds the configuration from the text of cluster.toml (if any) and the environment.
+    pub fn load<I, K, V>(file: Option<&str>, env: I) -> Result<Config, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut table: toml::Table = match file {
+            Some(text) => text
+                .parse()
+                .map_err(|e: toml::de::Error| ConfigError::Syntax(e.to_string()))?,
+            None => toml::Table::new(),
+        };
+        for (key, value) in env {
+            let (key, value) = (key.as_ref(), value.as_ref());
+            let path = if let Some((_, path)) = ENV_ALIASES.iter().find(|(k, _)| *k == key) {
+                path.to_string()
+            } else if let Some(rest) = key.strip_prefix(ENV_PREFIX) {
+                rest.to_ascii_lowercase().replace("__", ".")
+            } else {
+                continue;
+            };
+            set_path(&mut table, &path, env_value(&path, value));
+        }
+        let config: Config = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let node = self.current_node()?;
+        for service in &node.services {
+            if !self.services.contains_key(service) {
+                return Err(ConfigError::MissingService(service.name().into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The node this process runs.
+    pub fn current_node(&self) -> Result<&NodeConfig, ConfigError> {
+        self.nodes
+            .iter()
+            .find(|n| n.name == self.node)
+            .ok_or_else(|| {
+                ConfigError::UnknownNode(
+                    self.node.clone(),
+                    self.nodes
+                        .iter()
+                        .map(|n| n.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+            })
+    }
+
+    /// Whether this process runs a service.
+    pub fn runs(&self, service: Service) -> bool {
+        self.current_node()
+            .map(|n| n.services.contains(&service))
+            .unwrap_or(false)
+    }
+
+    /// The effective configuration as TOML, with secrets and URL passwords masked.
+    pub fn to_masked_toml(&self) -> String {
+        let mut copy = self.clone();
+        copy.database.url = mask_url_password(&copy.database.url);
+        copy.broker.url = mask_url_password(&copy.broker.url);
+        for url in [
+            &mut copy.clickhouse.url,
+            &mut copy.redis.url,
+            &mut copy.smtp.url,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *url = mask_url_password(url);
+        }
+        toml::to_string(&copy).unwrap_or_else(|e| format!("# cannot render configuration: {e}"))
+    }
+}
+
+fn env_value(path: &str, raw: &str) -> toml::Value {
+    if STRING_SETTINGS.contains(&path) {
+        return toml::Value::String(raw.into());
+    }
+    // A value that parses as TOML (number, boolean, array) keeps its type; anything else,
+    // URLs included, is text.
+    match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(raw.into())),
+        Err(_) => toml::Value::String(raw.into()),
+    }
+}
+
+fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) {
+    let mut parts = path.split('.').peekable();
+    let mut current = table;
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            current.insert(part.to_string(), value);
+            return;
+        }
+        let entry = current
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        match entry.as_table_mut() {
+            Some(t) => current = t,
+            None => return,
+        }
+    }
+}
+
+/// Replaces the password of `scheme://user:password@host` with `****`.
+pub fn mask_url_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_string();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:****@{host}"),
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EMPTY: [(&str, &str); 0] = [];
+
+    #[test]
+    fn defaults_describe_one_node_running_everything() {
+        let c = Config::load(None, EMPTY).unwrap();
+        assert_eq!(c.mode, Mode::Development);
+        assert!(Service::ALL.iter().all(|s| c.runs(*s)));
+        assert_eq!(c.services[&Service::Gateway].listen, "0.0.0.0:8080");
+        assert_eq!(c.broker.url, "memory");
+    }
+
+    #[test]
+    fn environment_overrides_file() {
+        let file = r#"
+            mode = "production"
+            [database]
+            url = "postgres://file@db/bilet"
+            pool_size = 4
+        "#;
+        let env = [
+            ("DATABASE_URL", "postgres://env:pw@db/bilet"),
+            ("BILET__DATABASE__POOL_SIZE", "9"),
+            ("JWT_SECRET", "12345"),
+            ("BILET__BROKER__MAX_ATTEMPTS", "3"),
+            ("UNRELATED", "x"),
+        ];
+        let c = Config::load(Some(file), env).unwrap();
+        assert_eq!(c.mode, Mode::Production);
+        assert_eq!(c.database.url, "postgres://env:pw@db/bilet");
+        assert_eq!(c.database.pool_size, 9);
+        assert_eq!(c.broker.max_attempts, 3);
+        assert_eq!(c.auth.jwt_secret.unwrap().expose(), "12345");
+    }
+
+    #[test]
+    fn printing_masks_secrets_and_passwords() {
+        let env = [
+            ("DATABASE_URL", "postgres://u:hunter2@db/bilet"),
+            ("JWT_SECRET", "topsecret"),
+            ("STORAGE_SECRET_KEY", "s3cret"),
+            ("BROKER_URL", "amqp://guest:guest@localhost:5672/%2f"),
+        ];
+        let text = Config::load(None, env).unwrap().to_masked_toml();
+        for secret in ["hunter2", "topsecret", "s3cret", "guest@"] {
+            assert!(!text.contains(secret), "{secret} leaked in:\n{text}");
+        }
+        assert!(text.contains("postgres://u:****@db/bilet"));
+    }
+
+    #[test]
+    fn unknown_keys_and_nodes_are_refused() {
+        assert!(matches!(
+            Config::load(Some("[database]\nurll = 'x'"), EMPTY),
+            Err(ConfigError::Invalid(_))
+        ));
+        assert!(matches!(
+            Config::load(None, [("BILET_NODE", "nope")]),
+            Err(ConfigError::UnknownNode(..))
+        ));
+        assert!(matches!(
+            Config::load(Some("mode = ["), EMPTY),
+            Err(ConfigError::Syntax(_))
+        ));
+    }
+}

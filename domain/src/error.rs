@@ -1,0 +1,77 @@
+//! The error kinds every service reports. The HTTP layer maps each to a status; the texts
+//! live in `i18n`.
+
+use serde::Serialize;
+
+/// A machine-readable error code, serialized in snake case as the `code` of an error body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The request body, path or query failed validation.
+    ValidationError,
+    /// The body exceeds the size limit of the endpoint.
+    PayloadTooLarge,
+    /// The body has a content type the endpoint does not take.
+    UnsupportedMediaType,
+    /// No valid credentials were presented.
+    Unauthorized,
+    /// The caller is known but lacks the right.
+    Forbidden,
+    /// The resource does not exist, or the caller may not know it exists.
+    NotFound,
+    /// The HTTP method is not served on this path.
+    MethodNotAllowed,
+    /// A unique value is already taken.
+    Conflict,
+    /// A business rule refuses the change.
+    BusinessRule,
+    /// The idempotency key was already used with a different request.
+    IdempotencyKeyReused,
+    /// A request with the same idempotency key is still being processed.
+    IdempotencyInProgress,
+    /// Too many requests in the current window.
+    RateLimitExceeded,
+    /// A backing service (database, broker) does not answer.
+    ServiceUnavailable,
+    /// An unexpected failure; details are in the server log under the correlation id.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The snake-case code as it appears on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ValidationError => "validation_error",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::Conflict => "conflict",
+            Self::BusinessRule => "business_rule_violation",
+            Self::IdempotencyKeyReused => "idempotency_key_reused",
+            Self::IdempotencyInProgress => "idempotency_in_progress",
+            Self::RateLimitExceeded => "rate_limit_exceeded",
+            Self::ServiceUnavailable => "service_unavailable",
+            Self::Internal => "internal_error",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_code_matches_serde() {
+        for code in [
+            ErrorCode::ValidationError,
+            ErrorCode::RateLimitExceeded,
+            ErrorCode::IdempotencyKeyReused,
+        ] {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, code.as_str());
+        }
+    }
+}

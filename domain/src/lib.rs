@@ -1,0 +1,14 @@
+//! bilet's pure model: ids, error kinds, validation, paging, configuration and the event
+//! envelope. Nothing here performs I/O, so every rule can be unit-tested on its own.
+
+pub mod config;
+pub mod envelope;
+pub mod error;
+pub mod i18n;
+pub mod ids;
+pub mod paging;
+pub mod roles;
+pub mod validation;
+
+pub use error::ErrorCode;
+pub use i18n::Lang;

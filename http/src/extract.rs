@@ -1,0 +1,250 @@
+//! Extractors that turn every malformed input into a `validation_error` naming the field,
+//! instead of axum's plain-text rejections: JSON bodies, path parameters and query strings.
+
+use crate::error::ApiError;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use domain::ErrorCode;
+use domain::validation::{FieldError, FieldErrors};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A JSON body. Answers 415 for another content type, 413 above the body limit, and 400
+/// `validation_error` for malformed JSON, wrong types, missing or unknown fields.
+pub struct Json<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Json<T>, ApiError> {
+        if !is_json(req.headers().get(header::CONTENT_TYPE)) {
+            return Err(ApiError::new(ErrorCode::UnsupportedMediaType));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(ErrorCode::PayloadTooLarge)
+            } else {
+                ApiError::field("body", FieldError::InvalidFormat)
+            }
+        })?;
+        parse_json(&bytes).map(Json)
+    }
+}
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+fn is_json(content_type: Option<&axum::http::HeaderValue>) -> bool {
+    let Some(value) = content_type.and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let mime = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+/// Deserializes a JSON body, mapping each serde error onto the field it concerns.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let inner = error.inner();
+        let path = error.path().to_string();
+        if matches!(
+            inner.classify(),
+            serde_json::error::Category::Syntax
+                | serde_json::error::Category::Eof
+                | serde_json::error::Category::Io
+        ) {
+            return ApiError::field(
+                "body",
+                FieldError::MalformedJson {
+                    line: inner.line(),
+                    column: inner.column(),
+                },
+            );
+        }
+        let (field, field_error) = classify_data_error(&path, &inner.to_string());
+        ApiError::validation(FieldErrors::single(field, field_error))
+    })?;
+    deserializer.end().map_err(|e| {
+        ApiError::field(
+            "body",
+            FieldError::MalformedJson {
+                line: e.line(),
+                column: e.column(),
+            },
+        )
+    })?;
+    Ok(value)
+}
+
+/// Turns a serde data error into (field path, reason). serde reports missing and unknown
+/// fields on the enclosing object, so their name is taken from the message.
+fn classify_data_error(path: &str, message: &str) -> (String, FieldError) {
+    let join = |name: &str| {
+        if path.is_empty() || path == "." {
+            name.to_string()
+        } else {
+            format!("{path}.{name}")
+        }
+    };
+    let quoted = |msg: &str| -> Option<String> {
+        let start = msg.find('`')? + 1;
+        let end = msg[start..].find('`')? + start;
+        Some(msg[start..end].to_string())
+    };
+    let here = if path.is_empty() || path == "." {
+        "body".to_string()
+    } else {
+        path.to_string()
+    };
+    if message.starts_with("missing field") {
+        let name = quoted(message).unwrap_or_default();
+        (join(&name), FieldError::Required)
+    } else if message.starts_with("unknown field") {
+        let name = quoted(message).unwrap_or_default();
+        (join(&name), FieldError::Unknown)
+    } else if message.starts_with("invalid type: null") {
+        (here, FieldError::Required)
+    } else if message.starts_with("invalid type") {
+        let expected = message
+            .split("expected ")
+            .nth(1)
+            .map(|e| e.split(" at line").next().unwrap_or(e).trim().to_string())
+            .unwrap_or_else(|| "another type".into());
+        (here, FieldError::WrongType { expected })
+    } else if message.starts_with("unknown variant") {
+        let allowed = message
+            .split("expected ")
+            .nth(1)
+            .map(|list| {
+                list.split(" at line")
+                    .next()
+                    .unwrap_or(list)
+                    .split(['`', ',', ' '])
+                    .filter(|w| !w.is_empty() && *w != "or" && *w != "one" && *w != "of")
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        (here, FieldError::NotAllowed { allowed })
+    } else {
+        (here, FieldError::InvalidFormat)
+    }
+}
+
+/// Path parameters; a malformed one (a bad uuid) is a `validation_error` naming it.
+pub struct Path<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Path<T>, ApiError> {
+        use axum::extract::path::ErrorKind;
+        use axum::extract::rejection::PathRejection;
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(Path(value)),
+            Err(PathRejection::FailedToDeserializePathParams(e)) => {
+                let field = match e.kind() {
+                    ErrorKind::ParseErrorAtKey { key, .. }
+                    | ErrorKind::InvalidUtf8InPathParam { key } => key.clone(),
+                    _ => "path".to_string(),
+                };
+                Err(ApiError::field(&field, FieldError::InvalidFormat))
+            }
+            Err(other) => Err(ApiError::internal(&other)),
+        }
+    }
+}
+
+/// Query parameters with per-field errors.
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Query<T>, ApiError> {
+        let query = parts.uri.query().unwrap_or("");
+        let deserializer =
+            serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        serde_path_to_error::deserialize(deserializer)
+            .map(Query)
+            .map_err(|error| {
+                let (field, reason) =
+                    classify_data_error(&error.path().to_string(), &error.inner().to_string());
+                ApiError::validation(FieldErrors::single(field, reason))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, Debug)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Body {
+        name: String,
+        seats: u32,
+        inner: Option<Inner>,
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        flag: bool,
+    }
+
+    fn details(bytes: &str) -> serde_json::Value {
+        let err = parse_json::<Body>(bytes.as_bytes()).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ValidationError);
+        serde_json::to_value(err.body(domain::Lang::En)).unwrap()["details"].clone()
+    }
+
+    #[test]
+    fn each_kind_of_bad_body_names_its_field() {
+        assert_eq!(details(r#"{"seats": 1}"#)["name"], "This field is required");
+        assert_eq!(
+            details(r#"{"name": "a", "seats": "x"}"#)["seats"],
+            "Wrong value type, expected u32"
+        );
+        assert_eq!(
+            details(r#"{"name": "a", "seats": 1, "bogus": 1}"#)["bogus"],
+            "Unknown field"
+        );
+        assert_eq!(
+            details(r#"{"name": "a", "seats": 1, "inner": {"flag": 3}}"#)["inner.flag"],
+            "Wrong value type, expected a boolean"
+        );
+        assert_eq!(
+            details(r#"{"name": null, "seats": 1}"#)["name"],
+            "This field is required"
+        );
+        assert!(
+            details(r#"{"name": "a", "#)["body"]
+                .as_str()
+                .unwrap()
+                .starts_with("Malformed JSON")
+        );
+        assert!(
+            details(r#"{"name":"a","seats":1} trailing"#)["body"]
+                .as_str()
+                .unwrap()
+                .starts_with("Malformed JSON")
+        );
+        assert!(parse_json::<Body>(br#"{"name":"a","seats":1}"#).is_ok());
+    }
+}

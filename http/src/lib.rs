@@ -1,0 +1,18 @@
+//! The HTTP side of bilet: the conventions every endpoint follows (error body, languages,
+//! extractors, paging, correlation ids, idempotency keys), health and metrics, the OpenAPI
+//! document, and the routers of the gateway and of each service.
+
+pub mod context;
+pub mod conventions;
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod idempotency;
+pub mod metrics;
+pub mod openapi;
+pub mod paging;
+pub mod router;
+pub mod state;
+
+pub use error::ApiError;
+pub use state::AppState;

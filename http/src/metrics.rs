@@ -1,0 +1,106 @@
+//! Prometheus metrics: request counts and latencies per service, route template and status,
+//! served as text at `/metrics`.
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
+use std::time::Instant;
+
+/// The metrics of one process.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    latency: HistogramVec,
+    /// Events waiting in the outboxes, refreshed by the relay supervisor.
+    pub outbox_backlog: IntGauge,
+}
+
+impl Metrics {
+    /// Registers bilet's metrics in a fresh registry.
+    pub fn new() -> Metrics {
+        let registry = Registry::new_custom(Some("bilet".into()), None).unwrap_or_default();
+        let requests = IntCounterVec::new(
+            Opts::new("http_requests_total", "HTTP requests answered"),
+            &["service", "method", "route", "status"],
+        )
+        .unwrap_or_else(|_| unreachable_metric());
+        let latency = HistogramVec::new(
+            HistogramOpts::new("http_request_duration_seconds", "HTTP request latency").buckets(
+                vec![
+                    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                ],
+            ),
+            &["service", "method", "route"],
+        )
+        .unwrap_or_else(|_| unreachable_metric());
+        let outbox_backlog =
+            IntGauge::new("outbox_backlog", "Events not yet confirmed by the broker")
+                .unwrap_or_else(|_| unreachable_metric());
+        let _ = registry.register(Box::new(requests.clone()));
+        let _ = registry.register(Box::new(latency.clone()));
+        let _ = registry.register(Box::new(outbox_backlog.clone()));
+        Metrics {
+            registry,
+            requests,
+            latency,
+            outbox_backlog,
+        }
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut buffer = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buffer);
+        String::from_utf8(buffer).unwrap_or_default()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+fn unreachable_metric<T>() -> T {
+    // Metric names and label sets above are constants that prometheus accepts; reaching this
+    // means the code itself was changed wrongly.
+    panic!("invalid metric definition")
+}
+
+/// Middleware recording one request; `service` names the router it wraps.
+pub async fn record(
+    State((metrics, service)): State<(Metrics, &'static str)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let method = request.method().as_str().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let started = Instant::now();
+    let response = next.run(request).await;
+    metrics
+        .requests
+        .with_label_values(&[service, &method, &route, response.status().as_str()])
+        .inc();
+    metrics
+        .latency
+        .with_label_values(&[service, &method, &route])
+        .observe(started.elapsed().as_secs_f64());
+    response
+}
+
+/// `GET /metrics`.
+pub async fn serve(State(metrics): State<Metrics>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        metrics.render(),
+    )
+}

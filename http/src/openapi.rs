@@ -1,0 +1,26 @@
+//! The OpenAPI document, generated from the handlers' annotations. Each service contributes
+//! its part; the gateway serves the merged document at `/api/v1/openapi.json`.
+
+use crate::error::ErrorBody;
+use crate::health;
+use axum::Json;
+use utoipa::OpenApi;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "bilet API", version = "1", description = "Event ticketing platform. Errors use the body {code, message, details}; messages are Russian unless Accept-Language: en."),
+    paths(health::live, health::ready),
+    components(schemas(ErrorBody, health::Health, health::Checks, health::Status)),
+    tags((name = "health", description = "Liveness and readiness"))
+)]
+struct Platform;
+
+/// The merged document of every service.
+pub fn document() -> utoipa::openapi::OpenApi {
+    Platform::openapi()
+}
+
+/// `GET /api/v1/openapi.json`.
+pub async fn serve() -> Json<utoipa::openapi::OpenApi> {
+    Json(document())
+}

@@ -1,0 +1,136 @@
+//! The `bilet` command: runs a node of the platform and its maintenance tasks.
+
+use anyhow::{Context, bail};
+use bilet::{logging, node, settings};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use storage::identity::admins::{self, AdminChange};
+
+#[derive(Parser)]
+#[command(name = "bilet", version, about = "Event ticketing platform")]
+struct Cli {
+    /// The cluster description; every setting can also come from the environment.
+    #[arg(long, env = "BILET_CONFIG", default_value = "cluster.toml")]
+    config: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the services of this node (cluster.toml `node`, or BILET_NODE).
+    Serve,
+    /// Applies pending database migrations and exits.
+    Migrate,
+    /// Grants or revokes the platform administrator role.
+    Admin {
+        #[command(subcommand)]
+        action: AdminAction,
+    },
+    /// Prints the effective configuration, secrets masked.
+    Config,
+    /// Inspects or replays the dead-letter queue of a consumer.
+    Dlq {
+        #[command(subcommand)]
+        action: DlqAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdminAction {
+    /// Makes the user with this email a platform administrator.
+    Grant { email: String },
+    /// Takes the role away.
+    Revoke { email: String },
+}
+
+#[derive(Subcommand)]
+enum DlqAction {
+    /// Lists the dead letters of a consumer.
+    List { consumer: String },
+    /// Sends every dead letter of a consumer back to it.
+    Replay { consumer: String },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let config = settings::load(&cli.config)?;
+    logging::init(&config.log.filter);
+    match cli.command {
+        Command::Serve => node::serve(config).await,
+        Command::Migrate => {
+            storage::db::migrate(
+                &config.database.url,
+                config.database.app_password.as_ref().map(|p| p.expose()),
+            )
+            .await
+            .context("migration failed")?;
+            println!("migrations applied");
+            Ok(())
+        }
+        Command::Config => {
+            print!("{}", config.to_masked_toml());
+            Ok(())
+        }
+        Command::Admin { action } => {
+            storage::db::migrate(
+                &config.database.url,
+                config.database.app_password.as_ref().map(|p| p.expose()),
+            )
+            .await
+            .context("migration failed")?;
+            let db = storage::Database::connect(&config.database)?;
+            let (email, change, verb) = match &action {
+                AdminAction::Grant { email } => {
+                    (email, admins::grant(&db, email).await?, "granted")
+                }
+                AdminAction::Revoke { email } => {
+                    (email, admins::revoke(&db, email).await?, "revoked")
+                }
+            };
+            match change {
+                AdminChange::Changed(id) => {
+                    println!("platform administrator role {verb}: {email} ({id})")
+                }
+                AdminChange::Unchanged(id) => {
+                    println!("nothing to do: {email} ({id}) already had it {verb}")
+                }
+                AdminChange::NoSuchUser => {
+                    bail!("no active user has the email {email}; they must sign up first")
+                }
+            }
+            Ok(())
+        }
+        Command::Dlq { action } => {
+            if config.broker.url == "memory" {
+                bail!(
+                    "the in-process broker keeps its dead letters inside the running server; set BROKER_URL to a RabbitMQ to use `bilet dlq`"
+                );
+            }
+            let broker = storage::broker::from_config(&config.broker).await?;
+            match action {
+                DlqAction::List { consumer } => {
+                    let letters = broker.dead_letters(Some(&consumer)).await?;
+                    for letter in &letters {
+                        println!(
+                            "{}",
+                            serde_json::json!({
+                                "consumer": letter.consumer,
+                                "attempts": letter.attempts,
+                                "event": letter.event,
+                                "raw": if letter.event.is_none() { Some(&letter.raw) } else { None },
+                            })
+                        );
+                    }
+                    eprintln!("{} dead letter(s) for {consumer}", letters.len());
+                }
+                DlqAction::Replay { consumer } => {
+                    let n = broker.replay(&consumer).await?;
+                    println!("replayed {n} message(s) to {consumer}");
+                }
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Starts what this node runs: migrations, the pool, the broker, the outbox relay, and one
+//! listener per service (the gateway included) as cluster.toml describes.
+
+use anyhow::Context;
+use domain::config::{Config, Service};
+use http::AppState;
+use http::metrics::Metrics;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use storage::Schema;
+use storage::outbox::{Relay, RelayHandle};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// A running node.
+pub struct Node {
+    /// Shared state of the node's services.
+    pub state: AppState,
+    /// Where each service listens (useful when ports were chosen by the OS).
+    pub addrs: BTreeMap<Service, SocketAddr>,
+    relay: RelayHandle,
+    shutdown: watch::Sender<bool>,
+    servers: Vec<JoinHandle<()>>,
+}
+
+impl Node {
+    /// Stops accepting requests, lets running ones finish and stops the relay.
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        for server in self.servers {
+            let _ = server.await;
+        }
+        self.relay.stop().await;
+    }
+}
+
+/// Runs the node until SIGINT or SIGTERM.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let node = start(config).await?;
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    node.stop().await;
+    Ok(())
+}
+
+/// Starts the node and returns once every listener is bound.
+pub async fn start(config: Config) -> anyhow::Result<Node> {
+    let node_config = config.current_node()?.clone();
+    let app_password = config
+        .database
+        .app_password
+        .as_ref()
+        .map(|p| p.expose().to_string());
+    storage::db::migrate(&config.database.url, app_password.as_deref())
+        .await
+        .context("cannot migrate the database (is PostgreSQL running at DATABASE_URL?)")?;
+    let db = storage::Database::connect(&config.database)?;
+    let broker = storage::broker::from_config(&config.broker).await?;
+    let config = Arc::new(config);
+    let state = AppState {
+        db: db.clone(),
+        broker: broker.clone(),
+        config: config.clone(),
+        metrics: Metrics::new(),
+    };
+
+    let schemas: Vec<Schema> = node_config
+        .services
+        .iter()
+        .filter_map(|s| s.schema())
+        .filter_map(Schema::from_name)
+        .collect();
+    let relay = Relay::new(
+        db,
+        config.database.url.clone(),
+        broker,
+        schemas,
+        Duration::from_millis(config.broker.relay_poll_ms.max(10)),
+    )
+    .start();
+
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let mut servers = Vec::new();
+    let mut addrs = BTreeMap::new();
+    for service in &node_config.services {
+        let addr = &config.services[service].listen;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("{} cannot listen on {addr}", service.name()))?;
+        let local = listener.local_addr()?;
+        addrs.insert(*service, local);
+        let router = match service {
+            Service::Gateway => http::router::gateway(state.clone(), &node_config.services),
+            other => http::router::service(*other, state.clone()),
+        };
+        let mut stop = shutdown_rx.clone();
+        let name = service.name();
+        tracing::info!(service = name, %local, "listening");
+        servers.push(tokio::spawn(async move {
+            let served = axum::serve(
+                listener,
+                router.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(async move {
+                let _ = stop.changed().await;
+            })
+            .await;
+            if let Err(e) = served {
+                tracing::error!(service = name, error = %e, "server stopped");
+            }
+        }));
+    }
+    Ok(Node {
+        state,
+        addrs,
+        relay,
+        shutdown,
+        servers,
+    })
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

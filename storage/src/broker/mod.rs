@@ -1,0 +1,139 @@
+//! One broker interface, two implementations: an in-process bus (the embedded default) and
+//! RabbitMQ. Both route by topic, give each consumer its own queue, retry a failing handler
+//! with backoff a bounded number of times, and then park the message in a dead-letter queue
+//! from which it can be replayed.
+
+mod memory;
+mod rabbit;
+
+pub use memory::MemoryBroker;
+pub use rabbit::RabbitBroker;
+
+use async_trait::async_trait;
+use domain::config::BrokerConfig;
+use domain::envelope::Envelope;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a handler returns when it could not apply an event; the broker retries it.
+pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Applies the events a consumer subscribed to.
+#[async_trait]
+pub trait Handler: Send + Sync + 'static {
+    /// Applies one event. Must be idempotent: the same event can arrive twice.
+    async fn handle(&self, event: &Envelope) -> Result<(), HandlerError>;
+}
+
+/// A named consumer, its topic patterns and its handler.
+#[derive(Clone)]
+pub struct Subscription {
+    /// The consumer name; it names the queue and is the dead-letter key.
+    pub consumer: String,
+    /// AMQP topic patterns (`registration.*`, `#`).
+    pub patterns: Vec<String>,
+    /// What to do with each event.
+    pub handler: Arc<dyn Handler>,
+}
+
+/// A publish that was not fully confirmed. The first `confirmed` events were accepted.
+#[derive(Debug, thiserror::Error)]
+#[error("{confirmed} events confirmed, then: {reason}")]
+pub struct PublishError {
+    /// How many leading events of the batch the broker confirmed.
+    pub confirmed: usize,
+    /// Why the rest was not.
+    pub reason: String,
+}
+
+/// Failure of a broker operation other than publishing.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    /// The broker cannot be reached.
+    #[error("broker unavailable: {0}")]
+    Unavailable(String),
+    /// The operation does not exist for this broker.
+    #[error("{0}")]
+    Unsupported(&'static str),
+}
+
+/// A message parked in a dead-letter queue.
+#[derive(Clone, Debug)]
+pub struct DeadLetter {
+    /// The consumer that gave up on it.
+    pub consumer: String,
+    /// How many times it was tried.
+    pub attempts: u32,
+    /// The event, if the payload could be decoded.
+    pub event: Option<Envelope>,
+    /// The raw payload, for messages that could not be decoded.
+    pub raw: String,
+}
+
+/// Publishing and consuming domain events.
+#[async_trait]
+pub trait Broker: Send + Sync + 'static {
+    /// Publishes a batch in order; returns once the broker has confirmed every event.
+    async fn publish(&self, events: &[Envelope]) -> Result<(), PublishError>;
+
+    /// Starts consuming; events are handled one at a time per consumer, in order.
+    async fn subscribe(&self, subscription: Subscription) -> Result<(), BrokerError>;
+
+    /// Whether the broker can take events now.
+    async fn ready(&self) -> bool;
+
+    /// Messages parked in the dead-letter queue of `consumer`, or of every consumer.
+    async fn dead_letters(&self, consumer: Option<&str>) -> Result<Vec<DeadLetter>, BrokerError>;
+
+    /// Sends every dead letter of `consumer` back to it; returns how many.
+    async fn replay(&self, consumer: &str) -> Result<usize, BrokerError>;
+}
+
+/// How long to wait before delivery attempt `attempt + 1` (attempts count from 1).
+pub fn retry_delay(base: Duration, attempt: u32) -> Duration {
+    base.saturating_mul(1u32 << attempt.saturating_sub(1).min(10))
+}
+
+/// Builds the broker named by the configuration: `memory` or an `amqp://` URL.
+pub async fn from_config(config: &BrokerConfig) -> Result<Arc<dyn Broker>, BrokerError> {
+    let policy = RetryPolicy {
+        max_attempts: config.max_attempts.max(1),
+        base_delay: Duration::from_millis(config.retry_base_ms),
+    };
+    if config.url == "memory" || config.url.is_empty() {
+        Ok(Arc::new(MemoryBroker::new(policy)))
+    } else if config.url.starts_with("amqp://") || config.url.starts_with("amqps://") {
+        Ok(Arc::new(RabbitBroker::new(
+            &config.url,
+            &config.exchange,
+            policy,
+        )))
+    } else {
+        Err(BrokerError::Unavailable(format!(
+            "broker url must be `memory` or amqp://…, got `{}`",
+            domain::config::mask_url_password(&config.url)
+        )))
+    }
+}
+
+/// Retry rules shared by both brokers.
+#[derive(Clone, Copy, Debug)]
+pub struct RetryPolicy {
+    /// Deliveries before a message is dead-lettered.
+    pub max_attempts: u32,
+    /// Delay before the second delivery; doubles each time.
+    pub base_delay: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delay_doubles_and_is_bounded() {
+        let base = Duration::from_millis(100);
+        assert_eq!(retry_delay(base, 1), Duration::from_millis(100));
+        assert_eq!(retry_delay(base, 3), Duration::from_millis(400));
+        assert_eq!(retry_delay(base, 50), Duration::from_millis(100 * 1024));
+    }
+}

@@ -1,0 +1,153 @@
+//! The PostgreSQL pool. Services connect as `bilet_app`, a role that owns no table, so row
+//! level security applies to every query they make; migrations run as the owner given by
+//! `database.url`.
+
+mod migrate;
+mod scope;
+
+pub use migrate::{APP_ROLE, migrate};
+pub use scope::{Scope, Tx};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use domain::config::DatabaseConfig;
+use std::time::Duration;
+
+/// A failure talking to PostgreSQL.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The URL in the configuration does not parse.
+    #[error("database url is invalid: {0}")]
+    Url(String),
+    /// No connection could be taken from the pool.
+    #[error("no database connection: {0}")]
+    Pool(#[from] deadpool_postgres::PoolError),
+    /// A statement failed.
+    #[error("database error: {0}")]
+    Query(#[from] tokio_postgres::Error),
+    /// A migration failed.
+    #[error("migration of schema {schema} failed: {reason}")]
+    Migration {
+        /// The schema being migrated.
+        schema: &'static str,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl DbError {
+    /// The SQLSTATE of a failed statement, to tell constraint violations from outages.
+    pub fn sqlstate(&self) -> Option<&tokio_postgres::error::SqlState> {
+        match self {
+            DbError::Query(e) => e.code(),
+            _ => None,
+        }
+    }
+
+    /// Whether the database refused the change because of a unique constraint.
+    pub fn is_unique_violation(&self) -> bool {
+        self.sqlstate() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
+    }
+}
+
+/// The schema each service owns. Only these constants are ever spliced into SQL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Schema {
+    /// Identity: users, organizations, groups.
+    UserService,
+    /// Events, ticket types, registrations.
+    EventService,
+    /// Notification templates, queue and log.
+    NotificationService,
+    /// Media metadata.
+    MediaService,
+    /// Analytics rows (embedded store).
+    AnalyticsService,
+}
+
+impl Schema {
+    /// Every schema, in migration order.
+    pub const ALL: [Schema; 5] = [
+        Schema::UserService,
+        Schema::EventService,
+        Schema::NotificationService,
+        Schema::MediaService,
+        Schema::AnalyticsService,
+    ];
+
+    /// Its SQL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::UserService => "user_service",
+            Self::EventService => "event_service",
+            Self::NotificationService => "notification_service",
+            Self::MediaService => "media_service",
+            Self::AnalyticsService => "analytics_service",
+        }
+    }
+
+    /// The schema of a name, if it is one of ours.
+    pub fn from_name(name: &str) -> Option<Schema> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// The connection pool of one process.
+#[derive(Clone)]
+pub struct Database {
+    pool: Pool,
+}
+
+impl Database {
+    /// Builds the pool of `bilet_app` connections from the owner URL. Connections open lazily.
+    pub fn connect(config: &DatabaseConfig) -> Result<Database, DbError> {
+        let mut pg: tokio_postgres::Config = config
+            .url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| DbError::Url(e.to_string()))?;
+        pg.user(APP_ROLE);
+        match &config.app_password {
+            Some(pw) => pg.password(pw.expose()),
+            // With trust or peer authentication no password is needed; never reuse the
+            // owner's password for the application role.
+            None => pg.password(""),
+        };
+        pg.application_name("bilet");
+        pg.options(format!(
+            "-c statement_timeout={}",
+            config.statement_timeout_ms
+        ));
+        pg.connect_timeout(Duration::from_secs(5));
+        let manager = Manager::from_config(
+            pg,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(config.pool_size.max(1))
+            .wait_timeout(Some(Duration::from_secs(10)))
+            .create_timeout(Some(Duration::from_secs(5)))
+            .recycle_timeout(Some(Duration::from_secs(5)))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|e| DbError::Url(e.to_string()))?;
+        Ok(Database { pool })
+    }
+
+    /// A connection outside any transaction, for infrastructure work (outbox, inbox).
+    pub async fn client(&self) -> Result<deadpool_postgres::Object, DbError> {
+        Ok(self.pool.get().await?)
+    }
+
+    /// Opens a transaction that sees only what `scope` may see.
+    pub async fn begin(&self, scope: Scope) -> Result<Tx, DbError> {
+        Tx::begin(self.pool.get().await?, scope).await
+    }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> Result<(), DbError> {
+        self.client().await?.simple_query("SELECT 1").await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,160 @@
+//! The idempotency-key store behind `X-Idempotency-Key`. A key belongs to one caller; the
+//! first request with it is recorded as in progress, its response is stored when it ends, and
+//! later requests with the same key and the same body get that response again.
+
+use crate::db::{Database, DbError, Schema};
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+/// An in-progress claim older than this is treated as abandoned (its process died).
+const ABANDONED_AFTER_SECONDS: f64 = 300.0;
+
+/// A response kept for replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// Content type of the body.
+    pub content_type: Option<String>,
+    /// The body bytes.
+    pub body: Vec<u8>,
+}
+
+/// What to do with a request carrying a key.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// First use: process it, then `complete` or `release`.
+    Fresh,
+    /// Seen before with the same request: send this response again.
+    Replay(StoredResponse),
+    /// The same key is being processed right now.
+    InProgress,
+    /// The key was used with a different request.
+    Mismatch,
+}
+
+/// Records the first use of `key` by `owner`, or reports what happened to it.
+pub async fn claim(
+    db: &Database,
+    schema: Schema,
+    owner: Uuid,
+    key: Uuid,
+    request_hash: &[u8],
+) -> Result<Claim, DbError> {
+    let s = schema.name();
+    let client = db.client().await?;
+    let inserted = client
+        .execute(
+            &format!(
+                "INSERT INTO {s}.idempotency_keys (owner_id, key, request_hash)
+                 VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
+            ),
+            &[&owner, &key, &request_hash],
+        )
+        .await?;
+    if inserted == 1 {
+        return Ok(Claim::Fresh);
+    }
+    let row = client
+        .query_opt(
+            &format!(
+                "SELECT request_hash, status, content_type, response_body, created_at
+                 FROM {s}.idempotency_keys WHERE owner_id = $1 AND key = $2"
+            ),
+            &[&owner, &key],
+        )
+        .await?;
+    let Some(row) = row else {
+        // Released between our insert and select: the caller may simply retry.
+        return Ok(Claim::InProgress);
+    };
+    let stored_hash: Vec<u8> = row.get(0);
+    if stored_hash != request_hash {
+        return Ok(Claim::Mismatch);
+    }
+    let status: Option<i16> = row.get(1);
+    match status {
+        Some(status) => Ok(Claim::Replay(StoredResponse {
+            status: u16::try_from(status).unwrap_or(500),
+            content_type: row.get(2),
+            body: row.get::<_, Option<Vec<u8>>>(3).unwrap_or_default(),
+        })),
+        None => {
+            let created: DateTime<Utc> = row.get(4);
+            let age = (Utc::now() - created).num_milliseconds() as f64 / 1000.0;
+            if age > ABANDONED_AFTER_SECONDS {
+                // Take over a claim whose process died; only one caller wins the update.
+                let taken = client
+                    .execute(
+                        &format!(
+                            "UPDATE {s}.idempotency_keys SET created_at = now()
+                             WHERE owner_id = $1 AND key = $2 AND status IS NULL AND created_at = $3"
+                        ),
+                        &[&owner, &key, &created],
+                    )
+                    .await?;
+                if taken == 1 {
+                    return Ok(Claim::Fresh);
+                }
+            }
+            Ok(Claim::InProgress)
+        }
+    }
+}
+
+/// Stores the response of a fresh claim.
+pub async fn complete(
+    db: &Database,
+    schema: Schema,
+    owner: Uuid,
+    key: Uuid,
+    response: &StoredResponse,
+) -> Result<(), DbError> {
+    let client = db.client().await?;
+    client
+        .execute(
+            &format!(
+                "UPDATE {}.idempotency_keys SET status = $3, content_type = $4, response_body = $5
+                 WHERE owner_id = $1 AND key = $2",
+                schema.name()
+            ),
+            &[
+                &owner,
+                &key,
+                &i16::try_from(response.status).unwrap_or(500),
+                &response.content_type,
+                &response.body,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Forgets a fresh claim whose request failed on our side, so the client can retry it.
+pub async fn release(db: &Database, schema: Schema, owner: Uuid, key: Uuid) -> Result<(), DbError> {
+    let client = db.client().await?;
+    client
+        .execute(
+            &format!(
+                "DELETE FROM {}.idempotency_keys WHERE owner_id = $1 AND key = $2 AND status IS NULL",
+                schema.name()
+            ),
+            &[&owner, &key],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Deletes keys older than `hours`.
+pub async fn purge(db: &Database, schema: Schema, hours: u32) -> Result<u64, DbError> {
+    let client = db.client().await?;
+    Ok(client
+        .execute(
+            &format!(
+                "DELETE FROM {}.idempotency_keys WHERE created_at < now() - make_interval(hours => $1)",
+                schema.name()
+            ),
+            &[&(hours as i32)],
+        )
+        .await?)
+}

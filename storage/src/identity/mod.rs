@@ -1,0 +1,3 @@
+//! Storage of the identity service (schema user_service).
+
+pub mod admins;

@@ -1,0 +1,12 @@
+//! Everything bilet keeps or sends: PostgreSQL (pool, migrations, tenant-scoped
+//! transactions), the transactional outbox and its relay, the broker (in-process or RabbitMQ),
+//! the consumer inbox that drops duplicates, and the idempotency-key store.
+
+pub mod broker;
+pub mod db;
+pub mod idempotency;
+pub mod identity;
+pub mod inbox;
+pub mod outbox;
+
+pub use db::{Database, DbError, Schema, Scope, Tx};

@@ -1,0 +1,285 @@
+//! The relay moves committed outbox rows to the broker, in order, and stamps a row only after
+//! the broker confirmed it. It wakes on NOTIFY and also polls, so a lost notification (or a
+//! dropped LISTEN connection) delays an event but never loses it.
+
+use super::CHANNEL;
+use crate::broker::Broker;
+use crate::db::{Database, DbError, Schema};
+use domain::envelope::Envelope;
+use domain::ids::{EventId, TenantId, UserId};
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+/// Rows published per round; a full round is followed by another at once.
+const BATCH: i64 = 200;
+/// Published rows are kept this long for inspection, then deleted.
+const KEEP_PUBLISHED: &str = "7 days";
+
+/// Publishes the outbox of a set of schemas.
+pub struct Relay {
+    db: Database,
+    owner_url: String,
+    broker: Arc<dyn Broker>,
+    schemas: Vec<Schema>,
+    poll: Duration,
+}
+
+/// A running relay; dropping it does not stop it, `stop` does.
+pub struct RelayHandle {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RelayHandle {
+    /// Stops the relay after its current round.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Relay {
+    /// A relay over `schemas`. `owner_url` is used only to LISTEN.
+    pub fn new(
+        db: Database,
+        owner_url: String,
+        broker: Arc<dyn Broker>,
+        schemas: Vec<Schema>,
+        poll: Duration,
+    ) -> Relay {
+        Relay {
+            db,
+            owner_url,
+            broker,
+            schemas,
+            poll,
+        }
+    }
+
+    /// Starts one publishing task per schema and one listener.
+    pub fn start(self) -> RelayHandle {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let wakers: HashMap<Schema, Arc<Notify>> = self
+            .schemas
+            .iter()
+            .map(|s| (*s, Arc::new(Notify::new())))
+            .collect();
+        let mut tasks = vec![tokio::spawn(listen(
+            self.owner_url.clone(),
+            wakers.clone(),
+            stop_rx.clone(),
+        ))];
+        for schema in self.schemas {
+            let waker = wakers[&schema].clone();
+            tasks.push(tokio::spawn(run_schema(
+                self.db.clone(),
+                self.broker.clone(),
+                schema,
+                waker,
+                self.poll,
+                stop_rx.clone(),
+            )));
+        }
+        RelayHandle {
+            stop: stop_tx,
+            tasks,
+        }
+    }
+}
+
+async fn run_schema(
+    db: Database,
+    broker: Arc<dyn Broker>,
+    schema: Schema,
+    waker: Arc<Notify>,
+    poll: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut failures: u32 = 0;
+    let mut rounds: u64 = 0;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let pause = match publish_round(&db, broker.as_ref(), schema).await {
+            Ok(n) if n as i64 >= BATCH => {
+                failures = 0;
+                Duration::ZERO
+            }
+            Ok(_) => {
+                failures = 0;
+                poll
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                let backoff = Duration::from_millis(200u64 << failures.min(5));
+                tracing::warn!(schema = schema.name(), error = %e, retry_in_ms = backoff.as_millis() as u64, "outbox relay round failed");
+                backoff
+            }
+        };
+        rounds += 1;
+        if rounds.is_multiple_of(3600) {
+            let _ = purge_published(&db, schema).await;
+        }
+        if pause.is_zero() {
+            continue;
+        }
+        tokio::select! {
+            _ = waker.notified() => {}
+            _ = tokio::time::sleep(pause) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Why a round stopped early.
+#[derive(Debug, thiserror::Error)]
+enum RoundError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("broker refused: {0}")]
+    Broker(String),
+}
+
+/// Publishes up to BATCH pending rows; returns how many were confirmed.
+async fn publish_round(
+    db: &Database,
+    broker: &dyn Broker,
+    schema: Schema,
+) -> Result<usize, RoundError> {
+    let s = schema.name();
+    let tx = db.begin(crate::Scope::anonymous()).await?;
+    // One relay per schema at a time keeps the order; another process skips the round.
+    let locked: bool = tx
+        .query_one(
+            "SELECT pg_try_advisory_xact_lock(hashtext($1))",
+            &[&format!("bilet-outbox-{s}")],
+        )
+        .await
+        .map_err(DbError::from)?
+        .get(0);
+    if !locked {
+        return Ok(0);
+    }
+    let rows = tx
+        .query(
+            &format!(
+                "SELECT id, event_type, tenant_id, actor_id, occurred_at, data
+                 FROM {s}.outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1"
+            ),
+            &[&BATCH],
+        )
+        .await
+        .map_err(DbError::from)?;
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let events: Vec<Envelope> = rows
+        .iter()
+        .map(|r| Envelope {
+            id: EventId(r.get(0)),
+            event_type: r.get(1),
+            tenant_id: r.get::<_, Option<uuid::Uuid>>(2).map(TenantId),
+            actor_id: r.get::<_, Option<uuid::Uuid>>(3).map(UserId),
+            occurred_at: r.get(4),
+            data: r.get(5),
+        })
+        .collect();
+    let (confirmed, failure) = match broker.publish(&events).await {
+        Ok(()) => (events.len(), None),
+        Err(e) => (e.confirmed, Some(e.reason)),
+    };
+    if confirmed > 0 {
+        let ids: Vec<uuid::Uuid> = events[..confirmed].iter().map(|e| e.id.as_uuid()).collect();
+        tx.execute(
+            &format!("UPDATE {s}.outbox SET published_at = now() WHERE id = ANY($1)"),
+            &[&ids],
+        )
+        .await
+        .map_err(DbError::from)?;
+    }
+    tx.commit().await?;
+    match failure {
+        Some(reason) => Err(RoundError::Broker(reason)),
+        None => Ok(confirmed),
+    }
+}
+
+async fn purge_published(db: &Database, schema: Schema) -> Result<(), DbError> {
+    let client = db.client().await?;
+    client
+        .execute(
+            &format!(
+                "DELETE FROM {}.outbox WHERE published_at < now() - interval '{KEEP_PUBLISHED}'",
+                schema.name()
+            ),
+            &[],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Keeps a LISTEN connection open and wakes the schema's task on each notification.
+async fn listen(
+    url: String,
+    wakers: HashMap<Schema, Arc<Notify>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
+            Ok((client, mut connection)) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let driver = tokio::spawn(async move {
+                    let mut messages =
+                        futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+                    while let Some(message) = messages.next().await {
+                        match message {
+                            Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
+                                let _ = tx.send(n.payload().to_string());
+                            }
+                            Ok(_) => {}
+                            Err(_) => break,
+                        }
+                    }
+                });
+                if client
+                    .batch_execute(&format!("LISTEN {CHANNEL}"))
+                    .await
+                    .is_ok()
+                {
+                    // Anything committed before LISTEN took effect is picked up by this wake.
+                    wakers.values().for_each(|w| w.notify_one());
+                    loop {
+                        tokio::select! {
+                            payload = rx.recv() => match payload {
+                                Some(p) => if let Some(w) = Schema::from_name(&p).and_then(|s| wakers.get(&s)) {
+                                    w.notify_one();
+                                },
+                                None => break,
+                            },
+                            _ = stop.changed() => { driver.abort(); return; }
+                        }
+                    }
+                }
+                driver.abort();
+                tracing::warn!("outbox LISTEN connection lost; polling until it is back");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "outbox LISTEN connection failed; polling meanwhile")
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
