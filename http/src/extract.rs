@@ -94,6 +94,8 @@ fn classify_data_error(path: &str, message: &str) -> (String, FieldError) {
     let join = |name: &str| {
         if path.is_empty() || path == "." {
             name.to_string()
+        } else if path == name || path.ends_with(&format!(".{name}")) {
+            path.to_string()
         } else {
             format!("{path}.{name}")
         }
@@ -122,6 +124,13 @@ fn classify_data_error(path: &str, message: &str) -> (String, FieldError) {
             .nth(1)
             .map(|e| e.split(" at line").next().unwrap_or(e).trim().to_string())
             .unwrap_or_else(|| "another type".into());
+        (here, FieldError::WrongType { expected })
+    } else if message.starts_with("invalid value") && message.contains("expected ") {
+        let expected = message
+            .split("expected ")
+            .nth(1)
+            .map(|e| e.split(" at line").next().unwrap_or(e).trim().to_string())
+            .unwrap_or_default();
         (here, FieldError::WrongType { expected })
     } else if message.starts_with("unknown variant") {
         let allowed = message
@@ -157,13 +166,26 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T>
             Err(PathRejection::FailedToDeserializePathParams(e)) => {
                 let field = match e.kind() {
                     ErrorKind::ParseErrorAtKey { key, .. }
+                    | ErrorKind::DeserializeError { key, .. }
                     | ErrorKind::InvalidUtf8InPathParam { key } => key.clone(),
-                    _ => "path".to_string(),
+                    // A single parameter is reported without its name; take it from the route.
+                    _ => single_param_name(parts, state)
+                        .await
+                        .unwrap_or_else(|| "path".to_string()),
                 };
                 Err(ApiError::field(&field, FieldError::InvalidFormat))
             }
             Err(other) => Err(ApiError::internal(&other)),
         }
+    }
+}
+
+async fn single_param_name<S: Send + Sync>(parts: &mut Parts, state: &S) -> Option<String> {
+    let raw = axum::extract::RawPathParams::from_request_parts(parts, state).await.ok()?;
+    let mut names = raw.iter().map(|(name, _)| name.to_string());
+    match (names.next(), names.next()) {
+        (Some(name), None) => Some(name),
+        _ => None,
     }
 }
 

@@ -1,1 +1,10 @@
-//! Black-box tests.
+//! Black-box tests: real PostgreSQL and RabbitMQ, nodes started in the test process and
+//! driven over HTTP.
+
+mod cli;
+mod conventions;
+mod faults;
+mod node;
+mod outbox;
+mod support;
+mod tenancy;

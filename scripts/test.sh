@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `make test`: provisions what the tests need (PostgreSQL, RabbitMQ, ClickHouse, Garage, an
+# SMTP sink), then runs every test. Tests that stop shared services (tests named faults::)
+# run afterwards, alone, so they cannot disturb the others.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+command -v cargo >/dev/null || die "cargo is required (Rust toolchain)"
+bash scripts/provision/postgres.sh
+bash scripts/provision/rabbitmq.sh
+bash scripts/provision/clickhouse.sh
+bash scripts/provision/smtp.sh
+bash scripts/provision/garage.sh
+
+set -a
+# shellcheck disable=SC1091
+source "$STATE/garage/env"
+set +a
+export TEST_DATABASE_URL=${TEST_DATABASE_URL:-${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}}
+export TEST_AMQP_URL=${TEST_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/%2f}
+export CLICKHOUSE_URL=${CLICKHOUSE_URL:-http://127.0.0.1:8123}
+export SMTP_URL=${SMTP_URL:-smtp://127.0.0.1:${SMTP_SINK_PORT:-2525}}
+export TEST_MAILDIR="$STATE/mail"
+export RUST_LOG=${RUST_LOG:-warn}
+
+# Databases of earlier runs are dropped, so runs do not accumulate them.
+psql "$TEST_DATABASE_URL" -Atqc "SELECT datname FROM pg_database WHERE datname LIKE 'bilet_test_%'" 2>/dev/null \
+    | while read -r db; do psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1 || true; done
+
+if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --workspace --no-fail-fast -E 'not test(/^faults::/)'
+    cargo nextest run --workspace --no-fail-fast -E 'test(/^faults::/)' --test-threads 1
+else
+    log "cargo-nextest not found; using cargo test"
+    cargo test --workspace --no-fail-fast -- --skip faults::
+    cargo test --test it --no-fail-fast -- faults:: --test-threads 1
+fi

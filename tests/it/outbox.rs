@@ -1,0 +1,215 @@
+//! The outbox and the brokers: an event is published if and only if its transaction
+//! committed; consumers apply each event once; failing handlers end in the dead-letter queue
+//! and can be replayed. Each test runs against the in-process bus and the real RabbitMQ.
+
+use crate::support::{TestDb, amqp_url, eventually};
+use async_trait::async_trait;
+use domain::envelope::Envelope;
+use domain::ids::EventId;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use storage::broker::{Broker, Handler, HandlerError, MemoryBroker, RabbitBroker, RetryPolicy, Subscription};
+use storage::outbox::{self, Relay, RelayHandle};
+use storage::{Schema, Scope, inbox};
+
+pub const POLICY: RetryPolicy = RetryPolicy {
+    max_attempts: 3,
+    base_delay: Duration::from_millis(50),
+};
+
+/// A broker of each kind; RabbitMQ gets an exchange of its own so tests do not see each other.
+pub fn brokers() -> Vec<(&'static str, Arc<dyn Broker>)> {
+    let exchange = format!("bilet.test-{}", uuid::Uuid::now_v7().simple());
+    vec![
+        ("memory", Arc::new(MemoryBroker::new(POLICY)) as Arc<dyn Broker>),
+        ("rabbitmq", Arc::new(RabbitBroker::new(&amqp_url(), &exchange, POLICY)) as Arc<dyn Broker>),
+    ]
+}
+
+/// A consumer that applies each event at most once through the inbox and counts deliveries.
+pub struct Applier {
+    pub db: storage::Database,
+    pub consumer: String,
+    pub deliveries: AtomicUsize,
+    pub applied: Mutex<Vec<EventId>>,
+}
+
+impl Applier {
+    pub fn new(db: storage::Database) -> Arc<Applier> {
+        Arc::new(Applier {
+            db,
+            consumer: format!("test-{}", uuid::Uuid::now_v7().simple()),
+            deliveries: AtomicUsize::new(0),
+            applied: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn applied(&self) -> Vec<EventId> {
+        self.applied.lock().unwrap().clone()
+    }
+
+    pub fn subscription(self: &Arc<Self>, pattern: &str) -> Subscription {
+        Subscription {
+            consumer: self.consumer.clone(),
+            patterns: vec![pattern.to_string()],
+            handler: self.clone(),
+        }
+    }
+}
+
+#[async_trait]
+impl Handler for Applier {
+    async fn handle(&self, event: &Envelope) -> Result<(), HandlerError> {
+        self.deliveries.fetch_add(1, Ordering::SeqCst);
+        let tx = self.db.begin(Scope::anonymous()).await?;
+        if inbox::claim(&tx, Schema::EventService, &self.consumer, event.id).await? {
+            tx.commit().await?;
+            self.applied.lock().unwrap().push(event.id);
+        }
+        Ok(())
+    }
+}
+
+pub fn start_relay(t: &TestDb, broker: Arc<dyn Broker>) -> RelayHandle {
+    Relay::new(t.db.clone(), t.url.clone(), broker, vec![Schema::EventService], Duration::from_millis(200)).start()
+}
+
+pub async fn write_event(t: &TestDb, kind: &str, commit: bool) -> EventId {
+    let event = Envelope::new(kind, None, None, serde_json::json!({"n": kind}));
+    let tx = t.db.begin(Scope::anonymous()).await.unwrap();
+    outbox::enqueue(&tx, Schema::EventService, &event).await.unwrap();
+    if commit {
+        tx.commit().await.unwrap();
+    } else {
+        tx.rollback().await.unwrap();
+    }
+    event.id
+}
+
+#[tokio::test]
+async fn rolled_back_events_are_never_published_and_order_is_kept() {
+    for (name, broker) in brokers() {
+        let t = TestDb::new().await;
+        let applier = Applier::new(t.db.clone());
+        broker.subscribe(applier.subscription("test.#")).await.unwrap();
+        let relay = start_relay(&t, broker.clone());
+        let first = write_event(&t, "test.first", true).await;
+        let ghost = write_event(&t, "test.ghost", false).await;
+        let last = write_event(&t, "test.last", true).await;
+        assert!(
+            eventually(20, || async { applier.applied().len() >= 2 }).await,
+            "{name}: committed events arrive"
+        );
+        // Give a stray publication of the ghost time to show up before judging.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(applier.applied(), vec![first, last], "{name}");
+        assert!(!applier.applied().contains(&ghost));
+        assert_eq!(outbox::backlog(&t.db, Schema::EventService).await.unwrap(), 0, "{name}: every row stamped");
+        relay.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn duplicate_deliveries_are_applied_once() {
+    for (name, broker) in brokers() {
+        let t = TestDb::new().await;
+        let applier = Applier::new(t.db.clone());
+        broker.subscribe(applier.subscription("dup.*")).await.unwrap();
+        let event = Envelope::new("dup.event", None, None, serde_json::json!({}));
+        broker.publish(&[event.clone(), event.clone()]).await.unwrap();
+        broker.publish(std::slice::from_ref(&event)).await.unwrap();
+        assert!(eventually(20, || async { applier.deliveries.load(Ordering::SeqCst) == 3 }).await, "{name}");
+        assert_eq!(applier.applied(), vec![event.id], "{name}");
+    }
+}
+
+/// Fails until told to succeed, counting its attempts.
+struct Flaky {
+    consumer: String,
+    attempts: AtomicUsize,
+    healthy: AtomicBool,
+    handled: Mutex<Vec<EventId>>,
+}
+
+#[async_trait]
+impl Handler for Flaky {
+    async fn handle(&self, event: &Envelope) -> Result<(), HandlerError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        if self.healthy.load(Ordering::SeqCst) {
+            self.handled.lock().unwrap().push(event.id);
+            Ok(())
+        } else {
+            Err("downstream refused".into())
+        }
+    }
+}
+
+#[tokio::test]
+async fn failing_handler_dead_letters_after_max_attempts_and_replays() {
+    for (name, broker) in brokers() {
+        let flaky = Arc::new(Flaky {
+            consumer: format!("flaky-{}", uuid::Uuid::now_v7().simple()),
+            attempts: AtomicUsize::new(0),
+            healthy: AtomicBool::new(false),
+            handled: Mutex::new(Vec::new()),
+        });
+        broker
+            .subscribe(Subscription {
+                consumer: flaky.consumer.clone(),
+                patterns: vec!["flaky.*".into()],
+                handler: flaky.clone(),
+            })
+            .await
+            .unwrap();
+        let event = Envelope::new("flaky.event", None, None, serde_json::json!({"k": 1}));
+        broker.publish(std::slice::from_ref(&event)).await.unwrap();
+        let consumer = flaky.consumer.clone();
+        assert!(
+            eventually(20, || async { broker.dead_letters(Some(&consumer)).await.unwrap().len() == 1 }).await,
+            "{name}: message reaches the dead-letter queue"
+        );
+        assert_eq!(flaky.attempts.load(Ordering::SeqCst), POLICY.max_attempts as usize, "{name}: exactly N tries");
+        let letters = broker.dead_letters(Some(&consumer)).await.unwrap();
+        assert_eq!(letters[0].attempts, POLICY.max_attempts, "{name}");
+        assert_eq!(letters[0].event.as_ref().map(|e| e.id), Some(event.id), "{name}");
+        // Listing does not consume.
+        assert_eq!(broker.dead_letters(Some(&consumer)).await.unwrap().len(), 1, "{name}");
+
+        flaky.healthy.store(true, Ordering::SeqCst);
+        assert_eq!(broker.replay(&consumer).await.unwrap(), 1, "{name}");
+        assert!(eventually(20, || async { flaky.handled.lock().unwrap().len() == 1 }).await, "{name}: replayed");
+        assert_eq!(flaky.handled.lock().unwrap()[0], event.id);
+        assert!(broker.dead_letters(Some(&consumer)).await.unwrap().is_empty(), "{name}: queue emptied");
+    }
+}
+
+#[tokio::test]
+async fn relay_publishes_events_committed_while_broker_was_unreachable() {
+    // A broker at a closed port: publishing fails, rows stay pending, nothing is lost.
+    let t = TestDb::new().await;
+    let dead: Arc<dyn Broker> = Arc::new(RabbitBroker::new("amqp://guest:guest@127.0.0.1:1/%2f", "bilet.none", POLICY));
+    assert!(!dead.ready().await);
+    let relay = start_relay(&t, dead);
+    write_event(&t, "test.pending", true).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(outbox::backlog(&t.db, Schema::EventService).await.unwrap(), 1);
+    relay.stop().await;
+
+    let memory: Arc<dyn Broker> = Arc::new(MemoryBroker::new(POLICY));
+    let applier = Applier::new(t.db.clone());
+    memory.subscribe(applier.subscription("test.#")).await.unwrap();
+    let relay = start_relay(&t, memory);
+    assert!(eventually(10, || async { applier.applied().len() == 1 }).await);
+    relay.stop().await;
+}
+
+/// Counts by id, to check exactly-once in the fault test.
+pub fn counts(ids: &[EventId]) -> HashMap<EventId, usize> {
+    let mut counts = HashMap::new();
+    for id in ids {
+        *counts.entry(*id).or_insert(0) += 1;
+    }
+    counts
+}

@@ -1,0 +1,113 @@
+//! Test harness: a fresh database per test (migrated like production), nodes started inside
+//! the test process on OS-chosen ports, and the URLs of the provisioned services.
+
+use domain::config::{Config, Service, ServiceAddr};
+use std::collections::BTreeMap;
+use storage::Database;
+use tokio_postgres::NoTls;
+
+/// The server the test databases are created on (owner credentials).
+pub fn admin_url() -> String {
+    std::env::var("TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// The RabbitMQ of the tests.
+pub fn amqp_url() -> String {
+    std::env::var("TEST_AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+}
+
+/// A migrated database of its own.
+pub struct TestDb {
+    /// Owner connection URL of this database.
+    pub url: String,
+    /// The pool services use (role bilet_app).
+    pub db: Database,
+    /// The configuration pointing at it.
+    pub config: Config,
+}
+
+impl TestDb {
+    pub async fn new() -> TestDb {
+        let name = format!("bilet_test_{}", uuid::Uuid::new_v4().simple());
+        let pg: tokio_postgres::Config = admin_url().parse().unwrap();
+        let (client, conn) = pg.connect(NoTls).await.expect("test PostgreSQL reachable");
+        tokio::spawn(conn);
+        client.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+        let url = with_dbname(&admin_url(), &name);
+        storage::db::migrate(&url, None).await.expect("migrations apply");
+        let mut config = test_config();
+        config.database.url = url.clone();
+        config.database.pool_size = 8;
+        let db = Database::connect(&config.database).unwrap();
+        TestDb { url, db, config }
+    }
+
+    /// A client connected as the owner, for checks the application role may not make.
+    pub async fn owner(&self) -> tokio_postgres::Client {
+        let (client, conn) = tokio_postgres::connect(&self.url, NoTls).await.unwrap();
+        tokio::spawn(conn);
+        client
+    }
+}
+
+fn with_dbname(url: &str, db: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let base = match base[scheme_end..].find('/') {
+        Some(i) => &base[..scheme_end + i],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{db}?{q}"),
+        None => format!("{base}/{db}"),
+    }
+}
+
+/// Every service on 127.0.0.1 with an OS-chosen port, a fixed JWT secret, fast retries.
+pub fn test_config() -> Config {
+    let mut config = Config::default();
+    config.services = Service::ALL
+        .into_iter()
+        .map(|s| {
+            (
+                s,
+                ServiceAddr {
+                    listen: "127.0.0.1:0".into(),
+                    url: "http://127.0.0.1:0".into(),
+                },
+            )
+        })
+        .collect::<BTreeMap<_, _>>();
+    config.auth.jwt_secret = Some(domain::config::Secret::new("test-secret-test-secret-test-secret"));
+    config.broker.retry_base_ms = 50;
+    config.broker.relay_poll_ms = 200;
+    config.data_dir = std::env::temp_dir().join(format!("bilet-test-{}", uuid::Uuid::new_v4().simple()));
+    config
+}
+
+/// Polls `check` until it returns true or `seconds` pass.
+pub async fn eventually<F, Fut>(seconds: u64, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while tokio::time::Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[test]
+fn dbname_is_replaced() {
+    assert_eq!(with_dbname("postgres://u@h:5432/postgres", "x"), "postgres://u@h:5432/x");
+    assert_eq!(with_dbname("postgres://u@h:5432/postgres?sslmode=disable", "x"), "postgres://u@h:5432/x?sslmode=disable");
+    assert_eq!(with_dbname("postgres://u@h", "x"), "postgres://u@h/x");
+}
