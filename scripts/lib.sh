@@ -5,7 +5,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STATE="${BILET_STATE_DIR:-$ROOT/.bilet}"
 CACHE="${BILET_CACHE:-/var/cache/bilet}"
-mkdir -p "$STATE"
+# Services that outlive a checkout (the S3 server, the SMTP sink) keep their state here, so a
+# second clone finds and reuses the daemons the first one started.
+SHARED="${BILET_SHARED_DIR:-/var/lib/bilet}"
+mkdir -p "$STATE" "$SHARED"
 
 log() { printf '\033[1m[bilet]\033[0m %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }

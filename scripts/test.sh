@@ -14,18 +14,24 @@ bash scripts/provision/garage.sh
 
 set -a
 # shellcheck disable=SC1091
-source "$STATE/garage/env"
+source "$SHARED/garage/env"
 set +a
 export TEST_DATABASE_URL=${TEST_DATABASE_URL:-${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}}
 export TEST_AMQP_URL=${TEST_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/%2f}
 export CLICKHOUSE_URL=${CLICKHOUSE_URL:-http://127.0.0.1:8123}
 export SMTP_URL=${SMTP_URL:-smtp://127.0.0.1:${SMTP_SINK_PORT:-2525}}
-export TEST_MAILDIR="$STATE/mail"
+export TEST_MAILDIR="$SHARED/mail"
 export RUST_LOG=${RUST_LOG:-warn}
 
 # Databases of earlier runs are dropped, so runs do not accumulate them.
-psql "$TEST_DATABASE_URL" -Atqc "SELECT datname FROM pg_database WHERE datname LIKE 'bilet_test_%'" 2>/dev/null \
-    | while read -r db; do psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1 || true; done
+if command -v psql >/dev/null; then
+    { psql "$TEST_DATABASE_URL" -Atqc "SELECT datname FROM pg_database WHERE datname LIKE 'bilet_test_%'" 2>/dev/null || true; } \
+        | while read -r db; do psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1 || true; done
+fi
+
+# Queues and exchanges the tests declared on earlier runs are removed in the background.
+( rabbitmqctl -q list_queues name 2>/dev/null | grep -E '^bilet\.(test|flaky)-' \
+    | xargs -r -n1 timeout 20 rabbitmqctl -q delete_queue >/dev/null 2>&1 ) &
 
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast -E 'not test(/^faults::/)'

@@ -181,7 +181,9 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T>
 }
 
 async fn single_param_name<S: Send + Sync>(parts: &mut Parts, state: &S) -> Option<String> {
-    let raw = axum::extract::RawPathParams::from_request_parts(parts, state).await.ok()?;
+    let raw = axum::extract::RawPathParams::from_request_parts(parts, state)
+        .await
+        .ok()?;
     let mut names = raw.iter().map(|(name, _)| name.to_string());
     match (names.next(), names.next()) {
         (Some(name), None) => Some(name),

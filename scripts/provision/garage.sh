@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Garage, the S3-compatible store, on 127.0.0.1:3900 with one bucket and one key. The binary
 # is built once with `cargo install` into $BILET_CACHE (about 10 minutes on 2 cores) and
-# reused by every later run. Writes the STORAGE_* settings to .bilet/garage/env.
+# reused by every later run. Writes the STORAGE_* settings to $SHARED/garage/env.
 source "$(dirname "$0")/../lib.sh"
 
 GARAGE="$CACHE/garage/bin/garage"
-DIR="$STATE/garage"
+DIR="$SHARED/garage"
 CONF="$DIR/garage.toml"
 BUCKET=${STORAGE_BUCKET:-bilet-media}
 # Fixed test credentials: Garage imports them, so every run knows them without parsing.

@@ -7,7 +7,15 @@ use std::process::{Command, Output};
 fn bilet(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bilet"));
     cmd.args(args);
-    for var in ["DATABASE_URL", "JWT_SECRET", "BILET_MODE", "BROKER_URL", "BILET_DATA_DIR", "BILET_CONFIG", "RUST_LOG"] {
+    for var in [
+        "DATABASE_URL",
+        "JWT_SECRET",
+        "BILET_MODE",
+        "BROKER_URL",
+        "BILET_DATA_DIR",
+        "BILET_CONFIG",
+        "RUST_LOG",
+    ] {
         cmd.env_remove(var);
     }
     for (k, v) in env {
@@ -21,7 +29,10 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn temp_dir() -> String {
-    std::env::temp_dir().join(format!("bilet-cli-{}", uuid::Uuid::now_v7().simple())).display().to_string()
+    std::env::temp_dir()
+        .join(format!("bilet-cli-{}", uuid::Uuid::now_v7().simple()))
+        .display()
+        .to_string()
 }
 
 #[test]
@@ -32,7 +43,10 @@ fn config_prints_effective_settings_with_secrets_masked() {
         &[
             ("BILET_DATA_DIR", &data),
             ("JWT_SECRET", "jwt-very-secret"),
-            ("DATABASE_URL", "postgres://owner:pg-password@db.example:5432/bilet"),
+            (
+                "DATABASE_URL",
+                "postgres://owner:pg-password@db.example:5432/bilet",
+            ),
             ("STORAGE_SECRET_KEY", "s3-secret"),
             ("MESSENGER_BOT_TOKEN", "123:bot-token"),
             ("BILET__BROKER__MAX_ATTEMPTS", "7"),
@@ -50,9 +64,19 @@ fn config_prints_effective_settings_with_secrets_masked() {
 
 #[test]
 fn production_without_a_jwt_secret_refuses_to_start() {
-    let out = bilet(&["config"], &[("BILET_MODE", "production"), ("BILET_DATA_DIR", &temp_dir())]);
+    let out = bilet(
+        &["config"],
+        &[
+            ("BILET_MODE", "production"),
+            ("BILET_DATA_DIR", &temp_dir()),
+        ],
+    );
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("JWT_SECRET"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("JWT_SECRET"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -65,7 +89,10 @@ fn development_generates_the_secret_once_and_keeps_it() {
     let secret = std::fs::read_to_string(&file).unwrap();
     assert!(secret.len() >= 32);
     use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let second = bilet(&["config"], &[("BILET_DATA_DIR", &data)]);
     assert!(!text(&second.stderr).contains("generated"));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), secret);
@@ -77,10 +104,17 @@ async fn admin_grant_and_revoke_by_email() {
     let owner = t.owner().await;
     let id = uuid::Uuid::now_v7();
     owner
-        .execute("INSERT INTO user_service.users (id, email) VALUES ($1, 'alice@example.com')", &[&id])
+        .execute(
+            "INSERT INTO user_service.users (id, email) VALUES ($1, 'alice@example.com')",
+            &[&id],
+        )
         .await
         .unwrap();
-    let env = [("DATABASE_URL", t.url.as_str()), ("JWT_SECRET", "x"), ("BILET_DATA_DIR", "/tmp")];
+    let env = [
+        ("DATABASE_URL", t.url.as_str()),
+        ("JWT_SECRET", "x"),
+        ("BILET_DATA_DIR", "/tmp"),
+    ];
     let run = |args: Vec<String>| {
         let env = env.map(|(k, v)| (k, v.to_string()));
         tokio::task::spawn_blocking(move || {
@@ -91,33 +125,67 @@ async fn admin_grant_and_revoke_by_email() {
     };
     async fn admins(owner: &tokio_postgres::Client, id: uuid::Uuid) -> i64 {
         owner
-            .query_one("SELECT count(*) FROM user_service.platform_admins WHERE user_id = $1", &[&id])
+            .query_one(
+                "SELECT count(*) FROM user_service.platform_admins WHERE user_id = $1",
+                &[&id],
+            )
             .await
             .unwrap()
             .get(0)
     }
 
-    let out = run(vec!["admin".into(), "grant".into(), "Alice@Example.com".into()]).await.unwrap();
+    let out = run(vec![
+        "admin".into(),
+        "grant".into(),
+        "Alice@Example.com".into(),
+    ])
+    .await
+    .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("granted"));
     assert_eq!(admins(&owner, id).await, 1);
 
-    let out = run(vec!["admin".into(), "grant".into(), "alice@example.com".into()]).await.unwrap();
+    let out = run(vec![
+        "admin".into(),
+        "grant".into(),
+        "alice@example.com".into(),
+    ])
+    .await
+    .unwrap();
     assert!(out.status.success());
     assert!(text(&out.stdout).contains("nothing to do"));
 
-    let out = run(vec!["admin".into(), "revoke".into(), "alice@example.com".into()]).await.unwrap();
+    let out = run(vec![
+        "admin".into(),
+        "revoke".into(),
+        "alice@example.com".into(),
+    ])
+    .await
+    .unwrap();
     assert!(out.status.success());
     assert_eq!(admins(&owner, id).await, 0);
 
-    let out = run(vec!["admin".into(), "grant".into(), "nobody@example.com".into()]).await.unwrap();
+    let out = run(vec![
+        "admin".into(),
+        "grant".into(),
+        "nobody@example.com".into(),
+    ])
+    .await
+    .unwrap();
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("no active user"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no active user"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
 fn dlq_needs_rabbitmq() {
-    let out = bilet(&["dlq", "list", "analytics"], &[("JWT_SECRET", "x"), ("BILET_DATA_DIR", "/tmp")]);
+    let out = bilet(
+        &["dlq", "list", "analytics"],
+        &[("JWT_SECRET", "x"), ("BILET_DATA_DIR", "/tmp")],
+    );
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("RabbitMQ"));
 }

@@ -1,7 +1,7 @@
 //! The HTTP conventions every endpoint inherits, exercised through a small router built from
 //! the same extractors and layers the services use, served over real HTTP.
 
-use crate::support::TestDb;
+use crate::support::{self, TestDb, send};
 use axum::Router;
 use axum::http::StatusCode;
 use axum::middleware;
@@ -28,13 +28,18 @@ struct CreateThingRequest {
     seats: u32,
 }
 
-async fn create(caller: Caller, Json(body): Json<CreateThingRequest>) -> Result<(StatusCode, Json<Value>), ApiError> {
+async fn create(
+    caller: Caller,
+    Json(body): Json<CreateThingRequest>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     let mut errors = FieldErrors::new();
     errors.check_length("name", &body.name, 1, 10);
     errors.into_result()?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({"id": Uuid::now_v7(), "name": body.name, "seats": body.seats, "by": caller.user})),
+        Json(
+            json!({"id": Uuid::now_v7(), "name": body.name, "seats": body.seats, "by": caller.user}),
+        ),
     ))
 }
 
@@ -43,7 +48,10 @@ async fn show(Path(id): Path<Uuid>) -> Result<Json<Value>, ApiError> {
 }
 
 const WL: SortWhitelist = SortWhitelist {
-    fields: &[SortField { api: "createdAt", column: "created_at" }],
+    fields: &[SortField {
+        api: "createdAt",
+        column: "created_at",
+    }],
     default: ("createdAt", SortDir::Desc),
 };
 
@@ -77,7 +85,11 @@ async fn serve(t: &TestDb) -> String {
         .route("/flaky", post(flaky))
         .route("/boom", get(boom))
         .layer(middleware::from_fn_with_state(
-            Idempotency { db: t.db.clone(), schema: Schema::EventService, body_limit: 1024 },
+            Idempotency {
+                db: t.db.clone(),
+                schema: Schema::EventService,
+                body_limit: 1024,
+            },
             http::idempotency::layer,
         ));
     let app = conventions::apply(router, 1024);
@@ -92,7 +104,10 @@ fn client() -> reqwest::Client {
 }
 
 async fn post_raw(base: &str, path: &str, body: &str, lang: Option<&str>) -> (StatusCode, Value) {
-    let mut req = client().post(format!("{base}{path}")).header(CONTENT_TYPE, "application/json").body(body.to_string());
+    let mut req = client()
+        .post(format!("{base}{path}"))
+        .header(CONTENT_TYPE, "application/json")
+        .body(body.to_string());
     if let Some(lang) = lang {
         req = req.header("Accept-Language", lang);
     }
@@ -106,33 +121,73 @@ async fn bad_bodies_become_validation_errors_per_field_in_both_languages() {
     let t = TestDb::new().await;
     let base = serve(&t).await;
 
-    let (status, body) = post_raw(&base, "/things", r#"{"name": "x", "seats": "many"}"#, None).await;
+    let (status, body) =
+        post_raw(&base, "/things", r#"{"name": "x", "seats": "many"}"#, None).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["code"], "validation_error");
     assert_eq!(body["message"], "Ошибка проверки данных");
-    assert!(body["details"]["seats"].as_str().unwrap().starts_with("Неверный тип"));
+    assert!(
+        body["details"]["seats"]
+            .as_str()
+            .unwrap()
+            .starts_with("Неверный тип")
+    );
 
     let (_, body) = post_raw(&base, "/things", r#"{"seats": 2}"#, Some("en")).await;
     assert_eq!(body["message"], "Validation failed");
     assert_eq!(body["details"], json!({"name": "This field is required"}));
 
-    let (status, body) = post_raw(&base, "/things", r#"{"name": "x", "seats": 1"#, Some("en-GB,en;q=0.9")).await;
+    let (status, body) = post_raw(
+        &base,
+        "/things",
+        r#"{"name": "x", "seats": 1"#,
+        Some("en-GB,en;q=0.9"),
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(body["details"]["body"].as_str().unwrap().starts_with("Malformed JSON"));
+    assert!(
+        body["details"]["body"]
+            .as_str()
+            .unwrap()
+            .starts_with("Malformed JSON")
+    );
 
-    let (_, body) = post_raw(&base, "/things", r#"{"name": "x", "seats": 1, "admin": true}"#, Some("en")).await;
+    let (_, body) = post_raw(
+        &base,
+        "/things",
+        r#"{"name": "x", "seats": 1, "admin": true}"#,
+        Some("en"),
+    )
+    .await;
     assert_eq!(body["details"]["admin"], "Unknown field");
 
-    let (_, body) = post_raw(&base, "/things", r#"{"name": "far too long a name", "seats": -1}"#, Some("en")).await;
+    let (_, body) = post_raw(
+        &base,
+        "/things",
+        r#"{"name": "far too long a name", "seats": -1}"#,
+        Some("en"),
+    )
+    .await;
     assert_eq!(body["details"]["seats"], "Wrong value type, expected u32");
 
-    let (status, body) = post_raw(&base, "/things", r#"{"name": "far too long", "seats": 1}"#, Some("en")).await;
+    let (status, body) = post_raw(
+        &base,
+        "/things",
+        r#"{"name": "far too long", "seats": 1}"#,
+        Some("en"),
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["details"]["name"], "Maximum length is 10");
 
     let (status, body) = post_raw(&base, "/things", "42", Some("en")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["details"]["body"].as_str().unwrap().starts_with("Wrong value type"));
+    assert!(
+        body["details"]["body"]
+            .as_str()
+            .unwrap()
+            .starts_with("Wrong value type")
+    );
 }
 
 #[tokio::test]
@@ -152,42 +207,60 @@ async fn oversize_and_wrong_content_type_are_refused() {
         .await
         .unwrap();
     assert_eq!(resp.status().as_u16(), 415);
-    assert_eq!(resp.json::<Value>().await.unwrap()["code"], "unsupported_media_type");
+    assert_eq!(
+        resp.json::<Value>().await.unwrap()["code"],
+        "unsupported_media_type"
+    );
 
     // Deeply nested JSON is refused by the parser's depth limit, not by a crash.
     let nested = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
     let (status, body) = post_raw(&base, "/things", &nested, None).await;
-    assert!(status == StatusCode::BAD_REQUEST || status == StatusCode::PAYLOAD_TOO_LARGE, "{status} {body}");
+    assert!(
+        status == StatusCode::BAD_REQUEST || status == StatusCode::PAYLOAD_TOO_LARGE,
+        "{status} {body}"
+    );
 }
 
 #[tokio::test]
 async fn paths_routes_and_methods_answer_in_the_error_format() {
     let t = TestDb::new().await;
     let base = serve(&t).await;
-    let resp = client().get(format!("{base}/things/not-a-uuid")).header("Accept-Language", "en").send().await.unwrap();
+    let resp = client()
+        .get(format!("{base}/things/not-a-uuid"))
+        .header("Accept-Language", "en")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 400);
-    assert_eq!(resp.json::<Value>().await.unwrap()["details"], json!({"id": "Invalid format"}));
+    assert_eq!(
+        resp.json::<Value>().await.unwrap()["details"],
+        json!({"id": "Invalid format"})
+    );
 
     let id = Uuid::now_v7();
-    let body: Value = client().get(format!("{base}/things/{id}")).send().await.unwrap().json().await.unwrap();
+    let body = support::get(&format!("{base}/things/{id}"), None)
+        .await
+        .body;
     assert_eq!(body["code"], "not_found");
     assert_eq!(body["message"], "Ресурс не найден");
     assert_eq!(body["details"]["id"], id.to_string());
 
-    let resp = client().get(format!("{base}/nowhere")).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 404);
-    assert_eq!(resp.json::<Value>().await.unwrap()["code"], "not_found");
+    let resp = support::get(&format!("{base}/nowhere"), None).await;
+    assert_eq!(resp.status, 404);
+    assert_eq!(resp.body["code"], "not_found");
 
-    let resp = client().delete(format!("{base}/things")).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 405);
-    assert_eq!(resp.json::<Value>().await.unwrap()["code"], "method_not_allowed");
+    let resp = send(client().delete(format!("{base}/things"))).await;
+    assert_eq!(resp.status, 405);
+    assert_eq!(resp.body["code"], "method_not_allowed");
 }
 
 #[tokio::test]
 async fn paging_object_and_sort_whitelist() {
     let t = TestDb::new().await;
     let base = serve(&t).await;
-    let body: Value = client().get(format!("{base}/things?page=2&size=20")).send().await.unwrap().json().await.unwrap();
+    let body = support::get(&format!("{base}/things?page=2&size=20"), None)
+        .await
+        .body;
     assert_eq!(body["data"].as_array().unwrap().len(), 5);
     assert_eq!(body["page"], 2);
     assert_eq!(body["size"], 20);
@@ -196,16 +269,38 @@ async fn paging_object_and_sort_whitelist() {
     assert_eq!(body["hasNext"], false);
     assert_eq!(body["hasPrevious"], true);
 
-    let body: Value = client().get(format!("{base}/things")).send().await.unwrap().json().await.unwrap();
-    assert_eq!((body["page"].as_u64(), body["size"].as_u64(), body["hasNext"].as_bool()), (Some(0), Some(20), Some(true)));
+    let body = support::get(&format!("{base}/things"), None).await.body;
+    assert_eq!(
+        (
+            body["page"].as_u64(),
+            body["size"].as_u64(),
+            body["hasNext"].as_bool()
+        ),
+        (Some(0), Some(20), Some(true))
+    );
 
-    for (query, field) in [("size=101", "size"), ("size=abc", "size"), ("page=-1", "page"), ("sort=password,asc", "sort"), ("sort=createdAt,sideways", "sort")] {
-        let resp = client().get(format!("{base}/things?{query}")).header("Accept-Language", "en").send().await.unwrap();
+    for (query, field) in [
+        ("size=101", "size"),
+        ("size=abc", "size"),
+        ("page=-1", "page"),
+        ("sort=password,asc", "sort"),
+        ("sort=createdAt,sideways", "sort"),
+    ] {
+        let resp = client()
+            .get(format!("{base}/things?{query}"))
+            .header("Accept-Language", "en")
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.status().as_u16(), 400, "{query}");
         let body: Value = resp.json().await.unwrap();
         assert!(body["details"][field].is_string(), "{query}: {body}");
     }
-    let resp = client().get(format!("{base}/things?sort=createdAt,asc")).send().await.unwrap();
+    let resp = client()
+        .get(format!("{base}/things?sort=createdAt,asc"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
 }
 
@@ -213,15 +308,33 @@ async fn paging_object_and_sort_whitelist() {
 async fn correlation_id_is_echoed_or_made_and_panics_are_clean_500s() {
     let t = TestDb::new().await;
     let base = serve(&t).await;
-    let resp = client().get(format!("{base}/things")).header("X-Correlation-ID", "abc-123").send().await.unwrap();
+    let resp = client()
+        .get(format!("{base}/things"))
+        .header("X-Correlation-ID", "abc-123")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.headers()["x-correlation-id"], "abc-123");
     let resp = client().get(format!("{base}/things")).send().await.unwrap();
-    let made = resp.headers()["x-correlation-id"].to_str().unwrap().to_string();
+    let made = resp.headers()["x-correlation-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
     assert!(Uuid::parse_str(&made).is_ok());
-    let resp = client().get(format!("{base}/things")).header("X-Correlation-ID", "bad id\twith junk").send().await.unwrap();
+    let resp = client()
+        .get(format!("{base}/things"))
+        .header("X-Correlation-ID", "bad id\twith junk")
+        .send()
+        .await
+        .unwrap();
     assert_ne!(resp.headers()["x-correlation-id"], "bad id\twith junk");
 
-    let resp = client().get(format!("{base}/boom")).header("Accept-Language", "en").send().await.unwrap();
+    let resp = client()
+        .get(format!("{base}/boom"))
+        .header("Accept-Language", "en")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 500);
     assert!(resp.headers().contains_key("x-correlation-id"));
     let body: Value = resp.json().await.unwrap();
@@ -229,8 +342,17 @@ async fn correlation_id_is_echoed_or_made_and_panics_are_clean_500s() {
     assert_eq!(body["message"], "Internal server error");
 }
 
-async fn post_with_key(base: &str, path: &str, key: &str, user: Option<Uuid>, body: Value) -> reqwest::Response {
-    let mut req = client().post(format!("{base}{path}")).header("X-Idempotency-Key", key).json(&body);
+async fn post_with_key(
+    base: &str,
+    path: &str,
+    key: &str,
+    user: Option<Uuid>,
+    body: Value,
+) -> reqwest::Response {
+    let mut req = client()
+        .post(format!("{base}{path}"))
+        .header("X-Idempotency-Key", key)
+        .json(&body);
     if let Some(user) = user {
         req = req.header("X-User-Id", user.to_string());
     }
@@ -253,15 +375,33 @@ async fn idempotency_key_replays_refuses_other_bodies_and_is_per_user() {
     let again = post_with_key(&base, "/things", &key, Some(user), body.clone()).await;
     assert_eq!(again.status().as_u16(), 201);
     assert_eq!(again.headers()["idempotent-replayed"], "true");
-    assert_eq!(again.json::<Value>().await.unwrap(), first, "the first response, byte for byte");
+    assert_eq!(
+        again.json::<Value>().await.unwrap(),
+        first,
+        "the first response, byte for byte"
+    );
 
-    let other = post_with_key(&base, "/things", &key, Some(user), json!({"name": "other", "seats": 2})).await;
+    let other = post_with_key(
+        &base,
+        "/things",
+        &key,
+        Some(user),
+        json!({"name": "other", "seats": 2}),
+    )
+    .await;
     assert_eq!(other.status().as_u16(), 422);
-    assert_eq!(other.json::<Value>().await.unwrap()["code"], "idempotency_key_reused");
+    assert_eq!(
+        other.json::<Value>().await.unwrap()["code"],
+        "idempotency_key_reused"
+    );
 
-    let someone_else = post_with_key(&base, "/things", &key, Some(Uuid::now_v7()), body.clone()).await;
+    let someone_else =
+        post_with_key(&base, "/things", &key, Some(Uuid::now_v7()), body.clone()).await;
     assert_eq!(someone_else.status().as_u16(), 201);
-    assert_ne!(someone_else.json::<Value>().await.unwrap()["id"], first["id"]);
+    assert_ne!(
+        someone_else.json::<Value>().await.unwrap()["id"],
+        first["id"]
+    );
 
     let bad = post_with_key(&base, "/things", "not-a-uuid", Some(user), body.clone()).await;
     assert_eq!(bad.status().as_u16(), 400);
@@ -269,9 +409,23 @@ async fn idempotency_key_replays_refuses_other_bodies_and_is_per_user() {
 
     // A refused request is replayed as refused: the key is spent on it.
     let key2 = Uuid::new_v4().to_string();
-    let refused = post_with_key(&base, "/things", &key2, Some(user), json!({"name": "", "seats": 1})).await;
+    let refused = post_with_key(
+        &base,
+        "/things",
+        &key2,
+        Some(user),
+        json!({"name": "", "seats": 1}),
+    )
+    .await;
     assert_eq!(refused.status().as_u16(), 400);
-    let replay = post_with_key(&base, "/things", &key2, Some(user), json!({"name": "", "seats": 1})).await;
+    let replay = post_with_key(
+        &base,
+        "/things",
+        &key2,
+        Some(user),
+        json!({"name": "", "seats": 1}),
+    )
+    .await;
     assert_eq!(replay.status().as_u16(), 400);
     assert_eq!(replay.headers()["idempotent-replayed"], "true");
 }

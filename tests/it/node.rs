@@ -1,10 +1,9 @@
 //! A whole node started as `bilet serve` starts it: health, readiness, metrics, the OpenAPI
 //! document and the error format on every port.
 
-use crate::support::TestDb;
+use crate::support::{TestDb, get};
 use bilet::node;
 use domain::config::Service;
-use serde_json::Value;
 
 #[tokio::test]
 async fn node_serves_health_metrics_and_openapi_on_every_port() {
@@ -13,32 +12,47 @@ async fn node_serves_health_metrics_and_openapi_on_every_port() {
     let gateway = format!("http://{}", node.addrs[&Service::Gateway]);
     let http = reqwest::Client::new();
 
-    let live = http.get(format!("{gateway}/health/live")).send().await.unwrap();
-    assert_eq!(live.status().as_u16(), 200);
-    assert_eq!(live.json::<Value>().await.unwrap(), serde_json::json!({"status": "UP"}));
+    let live = get(&format!("{gateway}/health/live"), None).await;
+    assert_eq!(live.status, 200);
+    assert_eq!(live.body, serde_json::json!({"status": "UP"}));
 
-    let ready = http.get(format!("{gateway}/health/ready")).send().await.unwrap();
-    assert_eq!(ready.status().as_u16(), 200);
-    assert!(ready.headers().contains_key("x-correlation-id"));
+    let ready = get(&format!("{gateway}/health/ready"), None).await;
+    assert_eq!(ready.status, 200);
+    assert!(ready.headers.contains_key("x-correlation-id"));
     assert_eq!(
-        ready.json::<Value>().await.unwrap(),
+        ready.body,
         serde_json::json!({"status": "UP", "checks": {"database": "UP", "broker": "UP"}})
     );
 
-    let doc: Value = http.get(format!("{gateway}/api/v1/openapi.json")).send().await.unwrap().json().await.unwrap();
+    let doc = get(&format!("{gateway}/api/v1/openapi.json"), None)
+        .await
+        .body;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     assert!(doc["paths"]["/health/ready"]["get"].is_object());
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
 
-    let missing = http.get(format!("{gateway}/api/v1/nothing-here")).send().await.unwrap();
-    assert_eq!(missing.status().as_u16(), 404);
-    assert_eq!(missing.json::<Value>().await.unwrap()["code"], "not_found");
+    let missing = get(&format!("{gateway}/api/v1/nothing-here"), None).await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.body["code"], "not_found");
 
-    let metrics = http.get(format!("{gateway}/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = http
+        .get(format!("{gateway}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(metrics.contains("bilet_http_requests_total{method=\"GET\",route=\"/health/ready\",service=\"gateway\",status=\"200\"} 1"), "{metrics}");
     assert!(metrics.contains("bilet_http_request_duration_seconds_bucket"));
 
-    for service in [Service::Identity, Service::Events, Service::Notifications, Service::Media, Service::Analytics] {
+    for service in [
+        Service::Identity,
+        Service::Events,
+        Service::Notifications,
+        Service::Media,
+        Service::Analytics,
+    ] {
         let url = format!("http://{}/health/ready", node.addrs[&service]);
         let resp = http.get(url).send().await.unwrap();
         assert_eq!(resp.status().as_u16(), 200, "{service:?}");
@@ -53,13 +67,12 @@ async fn readiness_reports_a_broker_that_does_not_answer() {
     config.broker.url = "amqp://guest:guest@127.0.0.1:1/%2f".into();
     let node = node::start(config).await.unwrap();
     let gateway = format!("http://{}", node.addrs[&Service::Gateway]);
-    let http = reqwest::Client::new();
-    let live = http.get(format!("{gateway}/health/live")).send().await.unwrap();
-    assert_eq!(live.status().as_u16(), 200, "alive even when not ready");
-    let ready = http.get(format!("{gateway}/health/ready")).send().await.unwrap();
-    assert_eq!(ready.status().as_u16(), 503);
+    let live = get(&format!("{gateway}/health/live"), None).await;
+    assert_eq!(live.status, 200, "alive even when not ready");
+    let ready = get(&format!("{gateway}/health/ready"), None).await;
+    assert_eq!(ready.status, 503);
     assert_eq!(
-        ready.json::<Value>().await.unwrap(),
+        ready.body,
         serde_json::json!({"status": "DOWN", "checks": {"database": "UP", "broker": "DOWN"}})
     );
     node.stop().await;
@@ -69,9 +82,15 @@ async fn readiness_reports_a_broker_that_does_not_answer() {
 async fn a_node_runs_only_the_services_it_is_given() {
     let t = TestDb::new().await;
     let mut config = t.config.clone();
-    config.nodes.push(domain::config::NodeConfig { name: "events-only".into(), services: vec![Service::Events] });
+    config.nodes.push(domain::config::NodeConfig {
+        name: "events-only".into(),
+        services: vec![Service::Events],
+    });
     config.node = "events-only".into();
     let node = node::start(config).await.unwrap();
-    assert_eq!(node.addrs.keys().copied().collect::<Vec<_>>(), vec![Service::Events]);
+    assert_eq!(
+        node.addrs.keys().copied().collect::<Vec<_>>(),
+        vec![Service::Events]
+    );
     node.stop().await;
 }

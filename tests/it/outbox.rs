@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use storage::broker::{Broker, Handler, HandlerError, MemoryBroker, RabbitBroker, RetryPolicy, Subscription};
+use storage::broker::{
+    Broker, Handler, HandlerError, MemoryBroker, RabbitBroker, RetryPolicy, Subscription,
+};
 use storage::outbox::{self, Relay, RelayHandle};
 use storage::{Schema, Scope, inbox};
 
@@ -23,8 +25,14 @@ pub const POLICY: RetryPolicy = RetryPolicy {
 pub fn brokers() -> Vec<(&'static str, Arc<dyn Broker>)> {
     let exchange = format!("bilet.test-{}", uuid::Uuid::now_v7().simple());
     vec![
-        ("memory", Arc::new(MemoryBroker::new(POLICY)) as Arc<dyn Broker>),
-        ("rabbitmq", Arc::new(RabbitBroker::new(&amqp_url(), &exchange, POLICY)) as Arc<dyn Broker>),
+        (
+            "memory",
+            Arc::new(MemoryBroker::new(POLICY)) as Arc<dyn Broker>,
+        ),
+        (
+            "rabbitmq",
+            Arc::new(RabbitBroker::new(&amqp_url(), &exchange, POLICY)) as Arc<dyn Broker>,
+        ),
     ]
 }
 
@@ -73,13 +81,22 @@ impl Handler for Applier {
 }
 
 pub fn start_relay(t: &TestDb, broker: Arc<dyn Broker>) -> RelayHandle {
-    Relay::new(t.db.clone(), t.url.clone(), broker, vec![Schema::EventService], Duration::from_millis(200)).start()
+    Relay::new(
+        t.db.clone(),
+        t.url.clone(),
+        broker,
+        vec![Schema::EventService],
+        Duration::from_millis(200),
+    )
+    .start()
 }
 
 pub async fn write_event(t: &TestDb, kind: &str, commit: bool) -> EventId {
     let event = Envelope::new(kind, None, None, serde_json::json!({"n": kind}));
     let tx = t.db.begin(Scope::anonymous()).await.unwrap();
-    outbox::enqueue(&tx, Schema::EventService, &event).await.unwrap();
+    outbox::enqueue(&tx, Schema::EventService, &event)
+        .await
+        .unwrap();
     if commit {
         tx.commit().await.unwrap();
     } else {
@@ -93,7 +110,10 @@ async fn rolled_back_events_are_never_published_and_order_is_kept() {
     for (name, broker) in brokers() {
         let t = TestDb::new().await;
         let applier = Applier::new(t.db.clone());
-        broker.subscribe(applier.subscription("test.#")).await.unwrap();
+        broker
+            .subscribe(applier.subscription("test.#"))
+            .await
+            .unwrap();
         let relay = start_relay(&t, broker.clone());
         let first = write_event(&t, "test.first", true).await;
         let ghost = write_event(&t, "test.ghost", false).await;
@@ -106,7 +126,11 @@ async fn rolled_back_events_are_never_published_and_order_is_kept() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(applier.applied(), vec![first, last], "{name}");
         assert!(!applier.applied().contains(&ghost));
-        assert_eq!(outbox::backlog(&t.db, Schema::EventService).await.unwrap(), 0, "{name}: every row stamped");
+        assert_eq!(
+            outbox::backlog(&t.db, Schema::EventService).await.unwrap(),
+            0,
+            "{name}: every row stamped"
+        );
         relay.stop().await;
     }
 }
@@ -116,11 +140,23 @@ async fn duplicate_deliveries_are_applied_once() {
     for (name, broker) in brokers() {
         let t = TestDb::new().await;
         let applier = Applier::new(t.db.clone());
-        broker.subscribe(applier.subscription("dup.*")).await.unwrap();
+        broker
+            .subscribe(applier.subscription("dup.*"))
+            .await
+            .unwrap();
         let event = Envelope::new("dup.event", None, None, serde_json::json!({}));
-        broker.publish(&[event.clone(), event.clone()]).await.unwrap();
+        broker
+            .publish(&[event.clone(), event.clone()])
+            .await
+            .unwrap();
         broker.publish(std::slice::from_ref(&event)).await.unwrap();
-        assert!(eventually(20, || async { applier.deliveries.load(Ordering::SeqCst) == 3 }).await, "{name}");
+        assert!(
+            eventually(20, || async {
+                applier.deliveries.load(Ordering::SeqCst) == 3
+            })
+            .await,
+            "{name}"
+        );
         assert_eq!(applier.applied(), vec![event.id], "{name}");
     }
 }
@@ -167,21 +203,46 @@ async fn failing_handler_dead_letters_after_max_attempts_and_replays() {
         broker.publish(std::slice::from_ref(&event)).await.unwrap();
         let consumer = flaky.consumer.clone();
         assert!(
-            eventually(20, || async { broker.dead_letters(Some(&consumer)).await.unwrap().len() == 1 }).await,
+            eventually(20, || async {
+                broker.dead_letters(Some(&consumer)).await.unwrap().len() == 1
+            })
+            .await,
             "{name}: message reaches the dead-letter queue"
         );
-        assert_eq!(flaky.attempts.load(Ordering::SeqCst), POLICY.max_attempts as usize, "{name}: exactly N tries");
+        assert_eq!(
+            flaky.attempts.load(Ordering::SeqCst),
+            POLICY.max_attempts as usize,
+            "{name}: exactly N tries"
+        );
         let letters = broker.dead_letters(Some(&consumer)).await.unwrap();
         assert_eq!(letters[0].attempts, POLICY.max_attempts, "{name}");
-        assert_eq!(letters[0].event.as_ref().map(|e| e.id), Some(event.id), "{name}");
+        assert_eq!(
+            letters[0].event.as_ref().map(|e| e.id),
+            Some(event.id),
+            "{name}"
+        );
         // Listing does not consume.
-        assert_eq!(broker.dead_letters(Some(&consumer)).await.unwrap().len(), 1, "{name}");
+        assert_eq!(
+            broker.dead_letters(Some(&consumer)).await.unwrap().len(),
+            1,
+            "{name}"
+        );
 
         flaky.healthy.store(true, Ordering::SeqCst);
         assert_eq!(broker.replay(&consumer).await.unwrap(), 1, "{name}");
-        assert!(eventually(20, || async { flaky.handled.lock().unwrap().len() == 1 }).await, "{name}: replayed");
+        assert!(
+            eventually(20, || async { flaky.handled.lock().unwrap().len() == 1 }).await,
+            "{name}: replayed"
+        );
         assert_eq!(flaky.handled.lock().unwrap()[0], event.id);
-        assert!(broker.dead_letters(Some(&consumer)).await.unwrap().is_empty(), "{name}: queue emptied");
+        assert!(
+            broker
+                .dead_letters(Some(&consumer))
+                .await
+                .unwrap()
+                .is_empty(),
+            "{name}: queue emptied"
+        );
     }
 }
 
@@ -189,17 +250,27 @@ async fn failing_handler_dead_letters_after_max_attempts_and_replays() {
 async fn relay_publishes_events_committed_while_broker_was_unreachable() {
     // A broker at a closed port: publishing fails, rows stay pending, nothing is lost.
     let t = TestDb::new().await;
-    let dead: Arc<dyn Broker> = Arc::new(RabbitBroker::new("amqp://guest:guest@127.0.0.1:1/%2f", "bilet.none", POLICY));
+    let dead: Arc<dyn Broker> = Arc::new(RabbitBroker::new(
+        "amqp://guest:guest@127.0.0.1:1/%2f",
+        "bilet.none",
+        POLICY,
+    ));
     assert!(!dead.ready().await);
     let relay = start_relay(&t, dead);
     write_event(&t, "test.pending", true).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(outbox::backlog(&t.db, Schema::EventService).await.unwrap(), 1);
+    assert_eq!(
+        outbox::backlog(&t.db, Schema::EventService).await.unwrap(),
+        1
+    );
     relay.stop().await;
 
     let memory: Arc<dyn Broker> = Arc::new(MemoryBroker::new(POLICY));
     let applier = Applier::new(t.db.clone());
-    memory.subscribe(applier.subscription("test.#")).await.unwrap();
+    memory
+        .subscribe(applier.subscription("test.#"))
+        .await
+        .unwrap();
     let relay = start_relay(&t, memory);
     assert!(eventually(10, || async { applier.applied().len() == 1 }).await);
     relay.stop().await;

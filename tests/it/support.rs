@@ -14,7 +14,8 @@ pub fn admin_url() -> String {
 
 /// The RabbitMQ of the tests.
 pub fn amqp_url() -> String {
-    std::env::var("TEST_AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+    std::env::var("TEST_AMQP_URL")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
 }
 
 /// A migrated database of its own.
@@ -33,9 +34,14 @@ impl TestDb {
         let pg: tokio_postgres::Config = admin_url().parse().unwrap();
         let (client, conn) = pg.connect(NoTls).await.expect("test PostgreSQL reachable");
         tokio::spawn(conn);
-        client.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
         let url = with_dbname(&admin_url(), &name);
-        storage::db::migrate(&url, None).await.expect("migrations apply");
+        storage::db::migrate(&url, None)
+            .await
+            .expect("migrations apply");
         let mut config = test_config();
         config.database.url = url.clone();
         config.database.pool_size = 8;
@@ -69,8 +75,7 @@ fn with_dbname(url: &str, db: &str) -> String {
 
 /// Every service on 127.0.0.1 with an OS-chosen port, a fixed JWT secret, fast retries.
 pub fn test_config() -> Config {
-    let mut config = Config::default();
-    config.services = Service::ALL
+    let services = Service::ALL
         .into_iter()
         .map(|s| {
             (
@@ -82,10 +87,17 @@ pub fn test_config() -> Config {
             )
         })
         .collect::<BTreeMap<_, _>>();
-    config.auth.jwt_secret = Some(domain::config::Secret::new("test-secret-test-secret-test-secret"));
+    let mut config = Config {
+        services,
+        data_dir: std::env::temp_dir()
+            .join(format!("bilet-test-{}", uuid::Uuid::new_v4().simple())),
+        ..Config::default()
+    };
+    config.auth.jwt_secret = Some(domain::config::Secret::new(
+        "test-secret-test-secret-test-secret",
+    ));
     config.broker.retry_base_ms = 50;
     config.broker.relay_poll_ms = 200;
-    config.data_dir = std::env::temp_dir().join(format!("bilet-test-{}", uuid::Uuid::new_v4().simple()));
     config
 }
 
@@ -107,7 +119,42 @@ where
 
 #[test]
 fn dbname_is_replaced() {
-    assert_eq!(with_dbname("postgres://u@h:5432/postgres", "x"), "postgres://u@h:5432/x");
-    assert_eq!(with_dbname("postgres://u@h:5432/postgres?sslmode=disable", "x"), "postgres://u@h:5432/x?sslmode=disable");
+    assert_eq!(
+        with_dbname("postgres://u@h:5432/postgres", "x"),
+        "postgres://u@h:5432/x"
+    );
+    assert_eq!(
+        with_dbname("postgres://u@h:5432/postgres?sslmode=disable", "x"),
+        "postgres://u@h:5432/x?sslmode=disable"
+    );
     assert_eq!(with_dbname("postgres://u@h", "x"), "postgres://u@h/x");
+}
+
+/// A response reduced to what tests look at.
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: serde_json::Value,
+}
+
+/// Sends a request and reads the JSON body (Null when the body is not JSON).
+pub async fn send(request: reqwest::RequestBuilder) -> Reply {
+    let resp = request.send().await.expect("request sent");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.json().await.unwrap_or(serde_json::Value::Null);
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// `GET url`, optionally in a language.
+pub async fn get(url: &str, lang: Option<&str>) -> Reply {
+    let mut request = reqwest::Client::new().get(url);
+    if let Some(lang) = lang {
+        request = request.header("Accept-Language", lang);
+    }
+    send(request).await
 }

@@ -7,18 +7,32 @@ use domain::ids::{TenantId, UserId};
 use storage::Scope;
 use uuid::Uuid;
 
-async fn insert_event(tx: &storage::Tx, tenant: TenantId, title: &str) -> Result<u64, storage::DbError> {
+async fn insert_event(
+    tx: &storage::Tx,
+    tenant: TenantId,
+    title: &str,
+) -> Result<u64, storage::DbError> {
     Ok(tx
         .execute(
             "INSERT INTO event_service.events (id, tenant_id, organizer_id, title, slug, starts_at)
              VALUES ($1, $2, $3, $4, $5, $6)",
-            &[&Uuid::now_v7(), &tenant.as_uuid(), &Uuid::now_v7(), &title, &format!("{title}-{}", Uuid::now_v7()), &Utc::now()],
+            &[
+                &Uuid::now_v7(),
+                &tenant.as_uuid(),
+                &Uuid::now_v7(),
+                &title,
+                &format!("{title}-{}", Uuid::now_v7()),
+                &Utc::now(),
+            ],
         )
         .await?)
 }
 
 async fn seed(t: &TestDb, tenant: TenantId, titles: &[&str]) {
-    let tx = t.db.begin(Scope::tenant(tenant, Some(UserId::new()))).await.unwrap();
+    let tx =
+        t.db.begin(Scope::tenant(tenant, Some(UserId::new())))
+            .await
+            .unwrap();
     for title in titles {
         insert_event(&tx, tenant, title).await.unwrap();
     }
@@ -28,7 +42,10 @@ async fn seed(t: &TestDb, tenant: TenantId, titles: &[&str]) {
 async fn titles_seen(t: &TestDb, scope: Scope) -> Vec<String> {
     let tx = t.db.begin(scope).await.unwrap();
     // Deliberately no WHERE clause: only the policy filters.
-    let rows = tx.query("SELECT title FROM event_service.events ORDER BY title", &[]).await.unwrap();
+    let rows = tx
+        .query("SELECT title FROM event_service.events ORDER BY title", &[])
+        .await
+        .unwrap();
     rows.iter().map(|r| r.get(0)).collect()
 }
 
@@ -38,7 +55,10 @@ async fn select_without_where_sees_only_current_tenant() {
     let (a, b) = (TenantId::new(), TenantId::new());
     seed(&t, a, &["a1", "a2"]).await;
     seed(&t, b, &["b1"]).await;
-    assert_eq!(titles_seen(&t, Scope::tenant(a, None)).await, vec!["a1", "a2"]);
+    assert_eq!(
+        titles_seen(&t, Scope::tenant(a, None)).await,
+        vec!["a1", "a2"]
+    );
     assert_eq!(titles_seen(&t, Scope::tenant(b, None)).await, vec!["b1"]);
 }
 
@@ -50,7 +70,11 @@ async fn no_tenant_set_sees_nothing() {
     assert!(titles_seen(&t, Scope::user(UserId::new())).await.is_empty());
     // A plain connection outside any request transaction sees nothing either.
     let client = t.db.client().await.unwrap();
-    let n: i64 = client.query_one("SELECT count(*) FROM event_service.events", &[]).await.unwrap().get(0);
+    let n: i64 = client
+        .query_one("SELECT count(*) FROM event_service.events", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(n, 0);
 }
 
@@ -60,7 +84,11 @@ async fn insert_with_another_tenants_id_is_refused_by_the_database() {
     let (a, b) = (TenantId::new(), TenantId::new());
     let tx = t.db.begin(Scope::tenant(a, None)).await.unwrap();
     let err = insert_event(&tx, b, "smuggled").await.unwrap_err();
-    assert_eq!(err.sqlstate(), Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE), "{err}");
+    assert_eq!(
+        err.sqlstate(),
+        Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+        "{err}"
+    );
     drop(tx);
     assert!(titles_seen(&t, Scope::tenant(b, None)).await.is_empty());
 }
@@ -72,17 +100,33 @@ async fn update_and_delete_without_where_touch_only_current_tenant() {
     seed(&t, a, &["a1"]).await;
     seed(&t, b, &["b1", "b2"]).await;
     let tx = t.db.begin(Scope::tenant(a, None)).await.unwrap();
-    assert_eq!(tx.execute("UPDATE event_service.events SET title = 'hijacked'", &[]).await.unwrap(), 1);
+    assert_eq!(
+        tx.execute("UPDATE event_service.events SET title = 'hijacked'", &[])
+            .await
+            .unwrap(),
+        1
+    );
     // Moving a row into another tenant is refused as well.
     let moved = tx
-        .execute("UPDATE event_service.events SET tenant_id = $1", &[&b.as_uuid()])
+        .execute(
+            "UPDATE event_service.events SET tenant_id = $1",
+            &[&b.as_uuid()],
+        )
         .await;
     assert!(moved.is_err());
     drop(tx);
     let tx = t.db.begin(Scope::tenant(a, None)).await.unwrap();
-    assert_eq!(tx.execute("DELETE FROM event_service.events", &[]).await.unwrap(), 1);
+    assert_eq!(
+        tx.execute("DELETE FROM event_service.events", &[])
+            .await
+            .unwrap(),
+        1
+    );
     tx.commit().await.unwrap();
-    assert_eq!(titles_seen(&t, Scope::tenant(b, None)).await, vec!["b1", "b2"]);
+    assert_eq!(
+        titles_seen(&t, Scope::tenant(b, None)).await,
+        vec!["b1", "b2"]
+    );
 }
 
 #[tokio::test]
@@ -102,7 +146,10 @@ async fn application_role_owns_nothing_and_every_tenant_table_forces_rls() {
     let t = TestDb::new().await;
     let owner = t.owner().await;
     let role = owner
-        .query_one("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = 'bilet_app'", &[])
+        .query_one(
+            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = 'bilet_app'",
+            &[],
+        )
         .await
         .unwrap();
     assert!(!role.get::<_, bool>(0) && !role.get::<_, bool>(1));
@@ -129,7 +176,10 @@ async fn application_role_owns_nothing_and_every_tenant_table_forces_rls() {
         .await
         .unwrap();
     let names: Vec<String> = unprotected.iter().map(|r| r.get(0)).collect();
-    assert!(names.is_empty(), "tenant tables without forced RLS: {names:?}");
+    assert!(
+        names.is_empty(),
+        "tenant tables without forced RLS: {names:?}"
+    );
     let protected: i64 = owner
         .query_one(
             "SELECT count(*) FROM pg_class WHERE relrowsecurity AND relforcerowsecurity AND relname = 'events'",
@@ -147,7 +197,10 @@ async fn migrations_are_idempotent() {
     storage::db::migrate(&t.url, None).await.unwrap();
     let owner = t.owner().await;
     let applied: i64 = owner
-        .query_one("SELECT count(*) FROM event_service.refinery_schema_history", &[])
+        .query_one(
+            "SELECT count(*) FROM event_service.refinery_schema_history",
+            &[],
+        )
         .await
         .unwrap()
         .get(0);

@@ -10,7 +10,7 @@ use tokio_postgres::{Client, NoTls};
 pub const APP_ROLE: &str = "bilet_app";
 
 /// Arbitrary key of the advisory lock that keeps two processes from migrating at once.
-const MIGRATION_LOCK: i64 = 0x0b11e7_0001;
+const MIGRATION_LOCK: i64 = 0x000b_11e7_0001;
 
 /// Creates the database if missing, the application role, every schema and applies every
 /// pending migration, as the owner in `url`.
