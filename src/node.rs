@@ -2,14 +2,17 @@
 //! listener per service (the gateway included) as cluster.toml describes.
 
 use anyhow::Context;
+use domain::clock::{Clock, SystemClock};
 use domain::config::{Config, Service};
 use http::AppState;
 use http::metrics::Metrics;
+use http::tokens::Tokens;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use storage::Schema;
+use storage::mail::Mailer;
 use storage::outbox::{Relay, RelayHandle};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -47,6 +50,11 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 
 /// Starts the node and returns once every listener is bound.
 pub async fn start(config: Config) -> anyhow::Result<Node> {
+    start_with_clock(config, Arc::new(SystemClock)).await
+}
+
+/// Starts the node with a given clock (tests move time with a manual one).
+pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Node> {
     let node_config = config.current_node()?.clone();
     let app_password = config
         .database
@@ -58,12 +66,26 @@ pub async fn start(config: Config) -> anyhow::Result<Node> {
         .context("cannot migrate the database (is PostgreSQL running at DATABASE_URL?)")?;
     let db = storage::Database::connect(&config.database)?;
     let broker = storage::broker::from_config(&config.broker).await?;
+    let mailer = Mailer::new(
+        config.smtp.url.as_deref(),
+        &config.smtp.from,
+        config.data_dir.join("mail"),
+    )?;
+    let secret = config
+        .auth
+        .jwt_secret
+        .as_ref()
+        .map(|s| s.expose().to_string())
+        .context("no JWT secret: set JWT_SECRET")?;
     let config = Arc::new(config);
     let state = AppState {
         db: db.clone(),
         broker: broker.clone(),
         config: config.clone(),
         metrics: Metrics::new(),
+        clock,
+        mailer,
+        tokens: Arc::new(Tokens::new(&secret)),
     };
 
     let schemas: Vec<Schema> = node_config
@@ -83,6 +105,12 @@ pub async fn start(config: Config) -> anyhow::Result<Node> {
 
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut servers = Vec::new();
+    if node_config.services.contains(&Service::Identity) {
+        servers.push(tokio::spawn(hourly_cleanup(
+            state.clone(),
+            shutdown_rx.clone(),
+        )));
+    }
     let mut addrs = BTreeMap::new();
     for service in &node_config.services {
         let addr = &config.services[service].listen;
@@ -119,6 +147,32 @@ pub async fn start(config: Config) -> anyhow::Result<Node> {
         shutdown,
         servers,
     })
+}
+
+/// Removes expired refresh and mail tokens and old idempotency keys, every hour.
+async fn hourly_cleanup(state: AppState, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        match storage::identity::sessions::purge_expired(&state.db, state.clock.now()).await {
+            Ok(n) => tracing::info!(deleted = n, "expired refresh tokens removed"),
+            Err(e) => tracing::warn!(error = %e, "token cleanup failed"),
+        }
+        for schema in Schema::ALL {
+            if let Err(e) = storage::idempotency::purge(
+                &state.db,
+                schema,
+                state.config.http.idempotency_ttl_hours,
+            )
+            .await
+            {
+                tracing::warn!(error = %e, "idempotency key cleanup failed");
+            }
+        }
+    }
 }
 
 async fn wait_for_signal() {

@@ -30,6 +30,7 @@ pub const ENV_ALIASES: &[(&str, &str)] = &[
     ("MESSENGER_BOT_USERNAME", "messenger.bot_username"),
     ("MESSENGER_API_URL", "messenger.api_url"),
     ("JWT_SECRET", "auth.jwt_secret"),
+    ("PUBLIC_URL", "http.public_url"),
 ];
 
 /// Prefix of the generic override variables.
@@ -240,6 +241,8 @@ pub struct HttpConfig {
     pub json_body_limit: usize,
     /// Retention of idempotency keys, in hours.
     pub idempotency_ttl_hours: u32,
+    /// Public base URL of the gateway, used in links sent by mail.
+    pub public_url: String,
 }
 
 /// A backing service given by URL.
@@ -288,12 +291,23 @@ pub struct MessengerConfig {
     pub api_url: String,
 }
 
-/// Token settings.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// Token and password settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     /// HS256 signing secret shared by identity and the gateway.
     pub jwt_secret: Option<Secret>,
+    /// bcrypt cost factor of password hashes (the spec says 12).
+    pub bcrypt_cost: u32,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            jwt_secret: None,
+            bcrypt_cost: 12,
+        }
+    }
 }
 
 /// Address of one service.
@@ -389,6 +403,7 @@ impl Default for HttpConfig {
         HttpConfig {
             json_body_limit: 1024 * 1024,
             idempotency_ttl_hours: 24,
+            public_url: "http://localhost:8080".into(),
         }
     }
 }

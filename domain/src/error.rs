@@ -15,6 +15,10 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     /// No valid credentials were presented.
     Unauthorized,
+    /// Wrong email or password.
+    InvalidCredentials,
+    /// Too many failed logins; the account is locked for a while.
+    AccountLocked,
     /// The caller is known but lacks the right.
     Forbidden,
     /// The resource does not exist, or the caller may not know it exists.
@@ -45,6 +49,8 @@ impl ErrorCode {
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::Unauthorized => "unauthorized",
+            Self::InvalidCredentials => "invalid_credentials",
+            Self::AccountLocked => "account_locked",
             Self::Forbidden => "forbidden",
             Self::NotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
@@ -73,5 +79,40 @@ mod tests {
             let json = serde_json::to_value(code).unwrap();
             assert_eq!(json, code.as_str());
         }
+    }
+}
+
+/// A request refused by a rule: the error kind and, when the generic text is not enough, a
+/// specific wording. Storage and services return it; the HTTP layer renders it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The kind of refusal.
+    pub code: ErrorCode,
+    /// Specific wording, if any.
+    pub text: Option<crate::i18n::Text>,
+}
+
+impl Refusal {
+    /// A refusal with the generic text of its code.
+    pub fn new(code: ErrorCode) -> Refusal {
+        Refusal { code, text: None }
+    }
+
+    /// A refusal with its own wording.
+    pub fn with(code: ErrorCode, ru: &'static str, en: &'static str) -> Refusal {
+        Refusal {
+            code,
+            text: Some(crate::i18n::Text { ru, en }),
+        }
+    }
+
+    /// 404.
+    pub fn not_found() -> Refusal {
+        Refusal::new(ErrorCode::NotFound)
+    }
+
+    /// 403.
+    pub fn forbidden() -> Refusal {
+        Refusal::new(ErrorCode::Forbidden)
     }
 }

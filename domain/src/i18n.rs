@@ -52,6 +52,14 @@ pub fn error_message(code: ErrorCode, lang: Lang) -> &'static str {
         (UnsupportedMediaType, Lang::En) => "Unsupported content type",
         (Unauthorized, Lang::Ru) => "Требуется аутентификация",
         (Unauthorized, Lang::En) => "Authentication is required",
+        (InvalidCredentials, Lang::Ru) => "Неверный email или пароль",
+        (InvalidCredentials, Lang::En) => "Wrong email or password",
+        (AccountLocked, Lang::Ru) => {
+            "Учётная запись временно заблокирована после неудачных попыток входа"
+        }
+        (AccountLocked, Lang::En) => {
+            "The account is locked for a while after failed sign-in attempts"
+        }
         (Forbidden, Lang::Ru) => "Недостаточно прав",
         (Forbidden, Lang::En) => "You do not have the rights for this",
         (NotFound, Lang::Ru) => "Ресурс не найден",
@@ -163,6 +171,8 @@ mod tests {
             PayloadTooLarge,
             UnsupportedMediaType,
             Unauthorized,
+            InvalidCredentials,
+            AccountLocked,
             Forbidden,
             NotFound,
             MethodNotAllowed,

@@ -1,10 +1,12 @@
 //! bilet's pure model: ids, error kinds, validation, paging, configuration and the event
 //! envelope. Nothing here performs I/O, so every rule can be unit-tested on its own.
 
+pub mod clock;
 pub mod config;
 pub mod envelope;
 pub mod error;
 pub mod i18n;
+pub mod identity;
 pub mod ids;
 pub mod paging;
 pub mod roles;

@@ -58,14 +58,11 @@ pub struct Sort {
 }
 
 impl Sort {
-    /// An `ORDER BY` clause; ties are broken by id so pages never overlap.
-    pub fn order_by(&self) -> String {
-        format!(
-            "ORDER BY {} {}, id {}",
-            self.column,
-            self.dir.sql(),
-            self.dir.sql()
-        )
+    /// An `ORDER BY` clause; ties are broken by `tiebreak` (a unique column) so pages never
+    /// overlap.
+    pub fn order_by(&self, tiebreak: &str) -> String {
+        let dir = self.dir.sql();
+        format!("ORDER BY {} {dir}, {tiebreak} {dir}", self.column)
     }
 }
 
@@ -253,7 +250,7 @@ mod tests {
     fn defaults_apply() {
         let p = PageRequest::parse(None, None, None, &WL).unwrap();
         assert_eq!((p.page, p.size), (0, 20));
-        assert_eq!(p.sort.order_by(), "ORDER BY created_at DESC, id DESC");
+        assert_eq!(p.sort.order_by("id"), "ORDER BY created_at DESC, id DESC");
     }
 
     #[test]

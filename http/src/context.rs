@@ -75,3 +75,19 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
         })
     }
 }
+
+/// The language the client asked for (`Accept-Language`), Russian by default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientLang(pub domain::Lang);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientLang {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<ClientLang, ApiError> {
+        Ok(ClientLang(
+            header(parts, "accept-language")
+                .map(domain::Lang::from_accept_language)
+                .unwrap_or_default(),
+        ))
+    }
+}

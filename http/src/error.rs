@@ -132,7 +132,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ValidationError => StatusCode::BAD_REQUEST,
         PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        Unauthorized => StatusCode::UNAUTHORIZED,
+        Unauthorized | InvalidCredentials | AccountLocked => StatusCode::UNAUTHORIZED,
         Forbidden => StatusCode::FORBIDDEN,
         NotFound => StatusCode::NOT_FOUND,
         MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -156,6 +156,24 @@ impl IntoResponse for ApiError {
 impl From<FieldErrors> for ApiError {
     fn from(fields: FieldErrors) -> ApiError {
         ApiError::validation(fields)
+    }
+}
+
+impl From<domain::error::Refusal> for ApiError {
+    fn from(refusal: domain::error::Refusal) -> ApiError {
+        ApiError {
+            text: refusal.text,
+            ..ApiError::new(refusal.code)
+        }
+    }
+}
+
+impl From<storage::Error> for ApiError {
+    fn from(error: storage::Error) -> ApiError {
+        match error {
+            storage::Error::Refused(refusal) => refusal.into(),
+            storage::Error::Db(e) => e.into(),
+        }
     }
 }
 

@@ -211,6 +211,32 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     }
 }
 
+/// A JSON body that may be absent: an empty body gives `None`, anything else is checked like
+/// `Json`.
+pub struct MaybeJson<T>(pub Option<T>);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<MaybeJson<T>, ApiError> {
+        let has_type = req.headers().contains_key(header::CONTENT_TYPE);
+        if has_type && !is_json(req.headers().get(header::CONTENT_TYPE)) {
+            return Err(ApiError::new(ErrorCode::UnsupportedMediaType));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(ErrorCode::PayloadTooLarge)
+            } else {
+                ApiError::field("body", FieldError::InvalidFormat)
+            }
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(MaybeJson(None));
+        }
+        parse_json(&bytes).map(|v| MaybeJson(Some(v)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,13 +6,16 @@ pub mod context;
 pub mod conventions;
 pub mod error;
 pub mod extract;
+pub mod gateway;
 pub mod health;
 pub mod idempotency;
+pub mod identity;
 pub mod metrics;
 pub mod openapi;
 pub mod paging;
 pub mod router;
 pub mod state;
+pub mod tokens;
 
 pub use error::ApiError;
 pub use state::AppState;

@@ -17,7 +17,21 @@ struct Platform;
 
 /// The merged document of every service.
 pub fn document() -> utoipa::openapi::OpenApi {
-    Platform::openapi()
+    let mut doc = Platform::openapi();
+    doc.merge(crate::identity::openapi());
+    doc.components
+        .get_or_insert_with(Default::default)
+        .security_schemes
+        .insert(
+            "bearer".into(),
+            utoipa::openapi::security::SecurityScheme::Http(
+                utoipa::openapi::security::HttpBuilder::new()
+                    .scheme(utoipa::openapi::security::HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    doc
 }
 
 /// `GET /api/v1/openapi.json`.

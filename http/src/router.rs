@@ -2,6 +2,7 @@
 //! process the gateway mounts the service routers directly.
 
 use crate::conventions;
+use crate::gateway;
 use crate::health;
 use crate::metrics;
 use crate::openapi;
@@ -15,8 +16,8 @@ use domain::config::Service;
 pub fn api_routes(service: Service, _state: &AppState) -> Router<AppState> {
     // Each service step adds its routes here.
     match service {
+        Service::Identity => crate::identity::routes(),
         Service::Gateway
-        | Service::Identity
         | Service::Events
         | Service::Notifications
         | Service::Media
@@ -58,5 +59,11 @@ pub fn gateway(state: AppState, services: &[Service]) -> Router {
     for service in services.iter().filter(|s| **s != Service::Gateway) {
         router = router.merge(api_routes(*service, &state));
     }
+    // The door: applied inside the conventions so refusals carry correlation ids and speak
+    // the client's language.
+    let router = router.layer(middleware::from_fn_with_state(
+        state.tokens.clone(),
+        gateway::authenticate,
+    ));
     finish(router, state, "gateway")
 }

@@ -1,10 +1,14 @@
-//! What every handler can reach: the database, the broker, the configuration and metrics.
+//! What every handler can reach: the database, the broker, the configuration, metrics, the
+//! clock, the mailer and the token keys.
 
 use crate::metrics::Metrics;
+use crate::tokens::Tokens;
+use domain::clock::Clock;
 use domain::config::Config;
 use std::sync::Arc;
 use storage::Database;
 use storage::broker::Broker;
+use storage::mail::Mailer;
 
 /// Shared state of a process.
 #[derive(Clone)]
@@ -17,4 +21,10 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// Prometheus metrics.
     pub metrics: Metrics,
+    /// The time source of every rule that depends on time.
+    pub clock: Arc<dyn Clock>,
+    /// Outgoing mail.
+    pub mailer: Mailer,
+    /// Access token keys.
+    pub tokens: Arc<Tokens>,
 }

@@ -4,9 +4,12 @@
 
 pub mod broker;
 pub mod db;
+pub mod error;
 pub mod idempotency;
 pub mod identity;
 pub mod inbox;
+pub mod mail;
 pub mod outbox;
 
 pub use db::{Database, DbError, Schema, Scope, Tx};
+pub use error::{Error, Result};

@@ -117,10 +117,16 @@ fn quote_ident(s: &str) -> String {
 /// The migrations of one schema, in order.
 fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
     let files: &[(&str, &str)] = match schema {
-        Schema::UserService => &[(
-            "V2__users",
-            include_str!("../../../migrations/user_service/V2__users.sql"),
-        )],
+        Schema::UserService => &[
+            (
+                "V2__users",
+                include_str!("../../../migrations/user_service/V2__users.sql"),
+            ),
+            (
+                "V3__identity",
+                include_str!("../../../migrations/user_service/V3__identity.sql"),
+            ),
+        ],
         Schema::EventService => &[(
             "V2__events",
             include_str!("../../../migrations/event_service/V2__events.sql"),

@@ -3,6 +3,7 @@
 //! `database.url`.
 
 mod migrate;
+pub mod page;
 mod scope;
 
 pub use migrate::{APP_ROLE, migrate};

@@ -1,0 +1,11 @@
+//! Rules of the identity service: what a valid password, email, slug and name are, the
+//! lifetimes and limits of its tokens, the organization request states, who may change
+//! which member, and the messenger sign-in check.
+
+pub mod limits;
+pub mod mails;
+pub mod members;
+pub mod messenger;
+pub mod requests;
+pub mod rules;
+pub mod tokens;

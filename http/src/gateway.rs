@@ -1,0 +1,136 @@
+//! The gateway's door: every header a service trusts is stripped from the client's request,
+//! the bearer token is checked (HS256 only, signature, expiry, required claims), and the
+//! caller's identity is passed on as X-User-Id, X-Tenant-Id and X-User-Roles. Routes outside
+//! the public list need a valid token.
+
+use crate::context::{TENANT_ID, USER_ID, USER_ROLES};
+use crate::error::ApiError;
+use crate::tokens::Tokens;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use domain::ErrorCode;
+use std::sync::Arc;
+
+/// Routes reachable without a token: sign-in and registration flows, health, metrics and the
+/// API document. Later services add their public reads here.
+pub fn is_public(method: &Method, path: &str) -> bool {
+    const PUBLIC_POSTS: &[&str] = &[
+        "/api/v1/auth/messenger",
+        "/api/v1/auth/register",
+        "/api/v1/auth/login",
+        "/api/v1/auth/refresh",
+        "/api/v1/auth/logout",
+        "/api/v1/auth/forgot-password",
+        "/api/v1/auth/reset-password",
+        "/api/v1/auth/verify-email",
+        "/api/v1/auth/resend-verification",
+    ];
+    const PUBLIC_GETS: &[&str] = &[
+        "/health/live",
+        "/health/ready",
+        "/metrics",
+        "/api/v1/openapi.json",
+        "/api/v1/auth/verify-email",
+    ];
+    let path = path.trim_end_matches('/');
+    match *method {
+        Method::POST => PUBLIC_POSTS.contains(&path),
+        Method::GET | Method::HEAD => PUBLIC_GETS.contains(&path),
+        _ => false,
+    }
+}
+
+/// Whether a client-sent header could be mistaken for one the gateway sets.
+fn is_trusted_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.starts_with("x-user-") || name.starts_with("x-tenant-") || name.starts_with("x-internal-")
+}
+
+fn invalid_token() -> Response {
+    ApiError::new(ErrorCode::Unauthorized)
+        .with_text(domain::i18n::Text {
+            ru: "Токен доступа недействителен или истёк",
+            en: "The access token is invalid or expired",
+        })
+        .into_response()
+}
+
+/// Middleware of the gateway router.
+pub async fn authenticate(
+    State(tokens): State<Arc<Tokens>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let spoofed: Vec<_> = request
+        .headers()
+        .keys()
+        .filter(|name| is_trusted_header(name.as_str()))
+        .cloned()
+        .collect();
+    for name in spoofed {
+        request.headers_mut().remove(name);
+    }
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_string());
+    match bearer {
+        Some(value) => {
+            let Some(token) = value
+                .strip_prefix("Bearer ")
+                .or_else(|| value.strip_prefix("bearer "))
+            else {
+                return invalid_token();
+            };
+            let Ok(claims) = tokens.verify(token.trim()) else {
+                return invalid_token();
+            };
+            let headers = request.headers_mut();
+            if let Ok(v) = HeaderValue::from_str(&claims.sub.to_string()) {
+                headers.insert(USER_ID, v);
+            }
+            if let Some(tenant) = claims.tenant_id
+                && let Ok(v) = HeaderValue::from_str(&tenant.to_string())
+            {
+                headers.insert(TENANT_ID, v);
+            }
+            let roles = claims
+                .roles
+                .iter()
+                .map(|r| r.as_str())
+                .collect::<Vec<_>>()
+                .join(",");
+            if let Ok(v) = HeaderValue::from_str(&roles) {
+                headers.insert(USER_ROLES, v);
+            }
+            next.run(request).await
+        }
+        None if is_public(request.method(), request.uri().path()) => next.run(request).await,
+        None => ApiError::new(ErrorCode::Unauthorized).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_routes_are_an_explicit_list() {
+        assert!(is_public(&Method::POST, "/api/v1/auth/login"));
+        assert!(is_public(&Method::GET, "/health/ready"));
+        assert!(!is_public(&Method::GET, "/api/v1/auth/login"));
+        assert!(!is_public(&Method::GET, "/api/v1/users/me"));
+        assert!(!is_public(&Method::DELETE, "/api/v1/auth/login"));
+    }
+
+    #[test]
+    fn trusted_header_prefixes() {
+        assert!(is_trusted_header("X-User-Id"));
+        assert!(is_trusted_header("x-tenant-id"));
+        assert!(is_trusted_header("X-Internal-Call"));
+        assert!(!is_trusted_header("x-correlation-id"));
+    }
+}

@@ -1,0 +1,371 @@
+//! Sign-in and account flows: messenger sign-in, email registration and login, refresh,
+//! logout, email verification and password reset.
+
+use super::dto::{
+    AuthResponse, EmailRequest, LoginRequest, RefreshRequest, RegisterRequest,
+    ResetPasswordRequest, VerifyEmailRequest,
+};
+use super::{passwords, session_response};
+use crate::context::ClientLang;
+use crate::error::ApiError;
+use crate::extract::{Json, Query};
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::StatusCode;
+use domain::error::{ErrorCode, Refusal};
+use domain::i18n::{Lang, Text};
+use domain::identity::{limits, mails, messenger, rules};
+use domain::roles::Role;
+use domain::validation::{FieldError, FieldErrors};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use storage::identity::mail_tokens::{self, TokenKind};
+use storage::identity::{organizations, sessions, users};
+use storage::mail::Mail;
+
+/// Registers an email account and sends the verification mail.
+#[utoipa::path(post, path = "/api/v1/auth/register", tag = "auth", request_body = RegisterRequest,
+    responses((status = 201, body = super::dto::UserDto), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
+pub async fn register(
+    State(state): State<AppState>,
+    ClientLang(lang): ClientLang,
+    Json(body): Json<RegisterRequest>,
+) -> Result<(StatusCode, Json<super::dto::UserDto>), ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = rules::normalize_email(&mut errors, "email", &body.email);
+    rules::check_password(&mut errors, "password", &body.password);
+    rules::check_name(&mut errors, "firstName", &body.first_name);
+    rules::check_name(&mut errors, "lastName", &body.last_name);
+    errors.into_result()?;
+    let hash = passwords::hash(body.password, state.config.auth.bcrypt_cost).await?;
+    let now = state.clock.now();
+    let user = users::register(
+        &state.db,
+        &email,
+        &hash,
+        body.first_name.trim(),
+        body.last_name.trim(),
+        now,
+    )
+    .await?;
+    let token = mail_tokens::create(&state.db, user.id, TokenKind::EmailVerification, now).await?;
+    send_mail(&state, TokenKind::EmailVerification, email, token, lang);
+    Ok((StatusCode::CREATED, Json(user.into())))
+}
+
+/// Signs in with email and password.
+#[utoipa::path(post, path = "/api/v1/auth/login", tag = "auth", request_body = LoginRequest,
+    responses((status = 200, body = AuthResponse), (status = 401, body = crate::error::ErrorBody)))]
+pub async fn login(
+    State(state): State<AppState>,
+    Json(body): Json<LoginRequest>,
+) -> Result<Json<AuthResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = rules::normalize_email(&mut errors, "email", &body.email);
+    if body.password.is_empty() {
+        errors.add("password", FieldError::Required);
+    }
+    errors.into_result()?;
+    let cost = state.config.auth.bcrypt_cost;
+    let now = state.clock.now();
+    let user = users::by_email(&state.db, &email).await?;
+    let Some((user, hash)) = user.and_then(|u| u.password_hash.clone().map(|h| (u, h))) else {
+        passwords::verify_nothing(body.password, cost).await;
+        return Err(ApiError::new(ErrorCode::InvalidCredentials));
+    };
+    // A locked account is refused before the password is looked at, so the answer says
+    // nothing about whether the password was right.
+    if let Some(until) = user.locked_until.filter(|until| *until > now) {
+        return Err(locked(until));
+    }
+    if !passwords::verify(body.password, hash).await {
+        return Err(match users::login_failed(&state.db, user.id, now).await? {
+            Some(until) => locked(until),
+            None => ApiError::new(ErrorCode::InvalidCredentials),
+        });
+    }
+    users::login_succeeded(&state.db, user.id, now).await?;
+    let issued = sessions::start(&state.db, user.id, now).await?;
+    Ok(Json(session_response(
+        &state,
+        user,
+        None,
+        Vec::new(),
+        issued,
+    )?))
+}
+
+fn locked(until: chrono::DateTime<chrono::Utc>) -> ApiError {
+    ApiError::new(ErrorCode::AccountLocked).with_details(serde_json::json!({"lockedUntil": until}))
+}
+
+/// Exchanges a refresh token for a new pair; the old token stops working.
+#[utoipa::path(post, path = "/api/v1/auth/refresh", tag = "auth", request_body = RefreshRequest,
+    responses((status = 200, body = AuthResponse), (status = 401, body = crate::error::ErrorBody)))]
+pub async fn refresh(
+    State(state): State<AppState>,
+    Json(body): Json<RefreshRequest>,
+) -> Result<Json<AuthResponse>, ApiError> {
+    let now = state.clock.now();
+    let rotated = sessions::rotate(&state.db, body.refresh_token.trim(), now).await?;
+    let user = users::by_id(&state.db, rotated.user)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized))?;
+    // The session keeps its organization only while the user is still a member there.
+    let (tenant, roles) = match rotated.tenant {
+        Some(tenant) => {
+            let client = state.db.client().await?;
+            match organizations::require_role(&client, tenant, user.id, organizations::ANY_MEMBER)
+                .await
+            {
+                Ok(role) => (Some(tenant), vec![role]),
+                Err(_) => (None, Vec::<Role>::new()),
+            }
+        }
+        None => (None, Vec::new()),
+    };
+    Ok(Json(session_response(
+        &state,
+        user,
+        tenant,
+        roles,
+        rotated.issued,
+    )?))
+}
+
+/// Ends the session of a refresh token.
+#[utoipa::path(post, path = "/api/v1/auth/logout", tag = "auth", request_body = RefreshRequest, responses((status = 204)))]
+pub async fn logout(
+    State(state): State<AppState>,
+    Json(body): Json<RefreshRequest>,
+) -> Result<StatusCode, ApiError> {
+    sessions::end_session(&state.db, body.refresh_token.trim(), state.clock.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Signs in (or registers) with a messenger account: the Telegram Login Widget payload.
+#[utoipa::path(post, path = "/api/v1/auth/messenger", tag = "auth", request_body = Object,
+    responses((status = 200, body = AuthResponse), (status = 201, body = AuthResponse), (status = 401, body = crate::error::ErrorBody)))]
+pub async fn messenger_sign_in(
+    State(state): State<AppState>,
+    Json(payload): Json<BTreeMap<String, serde_json::Value>>,
+) -> Result<(StatusCode, Json<AuthResponse>), ApiError> {
+    let Some(bot_token) = state.config.messenger.bot_token.as_ref() else {
+        return Err(
+            ApiError::new(ErrorCode::ServiceUnavailable).with_text(Text {
+                ru: "Вход через мессенджер не настроен",
+                en: "Messenger sign-in is not configured",
+            }),
+        );
+    };
+    let mut fields = BTreeMap::new();
+    for (key, value) in payload {
+        let text = match value {
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Bool(b) => b.to_string(),
+            _ => {
+                return Err(ApiError::field(
+                    &key,
+                    FieldError::WrongType {
+                        expected: "string or number".into(),
+                    },
+                ));
+            }
+        };
+        fields.insert(key, text);
+    }
+    let mut errors = FieldErrors::new();
+    for required in ["id", "auth_date", "hash"] {
+        if !fields.contains_key(required) {
+            errors.add(required, FieldError::Required);
+        }
+    }
+    errors.into_result()?;
+    let now = state.clock.now();
+    messenger::verify_widget(
+        &fields,
+        bot_token.expose(),
+        now,
+        limits::messenger_auth_max_age(),
+    )
+    .map_err(|e| {
+        let text = match e {
+            messenger::WidgetError::Stale => Text {
+                ru: "Данные входа устарели, войдите снова",
+                en: "The sign-in data is too old, sign in again",
+            },
+            _ => Text {
+                ru: "Подпись данных входа неверна",
+                en: "The sign-in data signature is invalid",
+            },
+        };
+        ApiError::new(ErrorCode::Unauthorized).with_text(text)
+    })?;
+    let name = |key: &str| {
+        fields
+            .get(key)
+            .map(|s| s.chars().take(100).collect::<String>())
+            .unwrap_or_default()
+    };
+    let (user, created) = users::messenger_sign_in(
+        &state.db,
+        &fields["id"],
+        &name("first_name"),
+        &name("last_name"),
+        now,
+    )
+    .await?;
+    let issued = sessions::start(&state.db, user.id, now).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(session_response(&state, user, None, Vec::new(), issued)?),
+    ))
+}
+
+/// Result of a verification.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifiedDto {
+    /// Always true on success.
+    pub email_verified: bool,
+}
+
+/// Verifies an email address with the token from the mail.
+#[utoipa::path(post, path = "/api/v1/auth/verify-email", tag = "auth", request_body = VerifyEmailRequest,
+    responses((status = 200, body = VerifiedDto), (status = 422, body = crate::error::ErrorBody)))]
+pub async fn verify_email(
+    State(state): State<AppState>,
+    Json(body): Json<VerifyEmailRequest>,
+) -> Result<Json<VerifiedDto>, ApiError> {
+    mail_tokens::verify_email(&state.db, body.token.trim(), state.clock.now()).await?;
+    Ok(Json(VerifiedDto {
+        email_verified: true,
+    }))
+}
+
+/// The token of a verification link.
+#[derive(Deserialize, utoipa::IntoParams)]
+pub struct TokenQuery {
+    /// The token from the mail.
+    pub token: String,
+}
+
+/// The verification link itself: opening it verifies the address.
+#[utoipa::path(get, path = "/api/v1/auth/verify-email", tag = "auth", params(TokenQuery),
+    responses((status = 200, body = VerifiedDto), (status = 422, body = crate::error::ErrorBody)))]
+pub async fn verify_email_link(
+    State(state): State<AppState>,
+    Query(query): Query<TokenQuery>,
+) -> Result<Json<VerifiedDto>, ApiError> {
+    mail_tokens::verify_email(&state.db, query.token.trim(), state.clock.now()).await?;
+    Ok(Json(VerifiedDto {
+        email_verified: true,
+    }))
+}
+
+/// Sends the verification mail again (same answer for unknown addresses).
+#[utoipa::path(post, path = "/api/v1/auth/resend-verification", tag = "auth", request_body = EmailRequest,
+    responses((status = 202), (status = 429, body = crate::error::ErrorBody)))]
+pub async fn resend_verification(
+    State(state): State<AppState>,
+    ClientLang(lang): ClientLang,
+    Json(body): Json<EmailRequest>,
+) -> Result<StatusCode, ApiError> {
+    mail_request(state, lang, &body.email, TokenKind::EmailVerification).await
+}
+
+/// Sends a password reset link (same answer for unknown addresses).
+#[utoipa::path(post, path = "/api/v1/auth/forgot-password", tag = "auth", request_body = EmailRequest,
+    responses((status = 202), (status = 429, body = crate::error::ErrorBody)))]
+pub async fn forgot_password(
+    State(state): State<AppState>,
+    ClientLang(lang): ClientLang,
+    Json(body): Json<EmailRequest>,
+) -> Result<StatusCode, ApiError> {
+    mail_request(state, lang, &body.email, TokenKind::PasswordReset).await
+}
+
+/// Sets a new password with the token from the reset mail; every session ends.
+#[utoipa::path(post, path = "/api/v1/auth/reset-password", tag = "auth", request_body = ResetPasswordRequest,
+    responses((status = 204), (status = 400, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
+pub async fn reset_password(
+    State(state): State<AppState>,
+    Json(body): Json<ResetPasswordRequest>,
+) -> Result<StatusCode, ApiError> {
+    let mut errors = FieldErrors::new();
+    rules::check_password(&mut errors, "newPassword", &body.new_password);
+    errors.into_result()?;
+    let hash = passwords::hash(body.new_password, state.config.auth.bcrypt_cost).await?;
+    mail_tokens::reset_password(&state.db, body.token.trim(), &hash, state.clock.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Counts the request against the hourly limit and, for a known address, sends the mail in
+/// the background: the answer and its timing are the same whether the address exists.
+async fn mail_request(
+    state: AppState,
+    lang: Lang,
+    raw_email: &str,
+    kind: TokenKind,
+) -> Result<StatusCode, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = rules::normalize_email(&mut errors, "email", raw_email);
+    errors.into_result()?;
+    let now = state.clock.now();
+    if !mail_tokens::allow_request(&state.db, &email, kind, now).await? {
+        let mut error = ApiError::from(Refusal::with(
+            ErrorCode::RateLimitExceeded,
+            "Слишком много писем на этот адрес, повторите через час",
+            "Too many mails to this address, try again in an hour",
+        ));
+        error.retry_after = Some(limits::mail_window().num_seconds() as u64);
+        return Err(error);
+    }
+    tokio::spawn(async move {
+        let user = match users::by_email(&state.db, &email).await {
+            Ok(Some(user)) => user,
+            Ok(None) => return,
+            Err(e) => return tracing::error!(error = %e, "mail request lookup failed"),
+        };
+        if kind == TokenKind::EmailVerification && user.email_verified {
+            return;
+        }
+        match mail_tokens::create(&state.db, user.id, kind, now).await {
+            Ok(token) => send_mail(&state, kind, email, token, lang),
+            Err(e) => tracing::error!(error = %e, "mail token not created"),
+        }
+    });
+    Ok(StatusCode::ACCEPTED)
+}
+
+/// Sends a verification or reset mail in the background; a failure is logged and the user
+/// can ask again.
+fn send_mail(state: &AppState, kind: TokenKind, to: String, token: String, lang: Lang) {
+    let base = state
+        .config
+        .http
+        .public_url
+        .trim_end_matches('/')
+        .to_string();
+    let (subject, body) = match kind {
+        TokenKind::EmailVerification => mails::verification(
+            lang,
+            &format!("{base}/api/v1/auth/verify-email?token={token}"),
+        ),
+        TokenKind::PasswordReset => {
+            mails::password_reset(lang, &format!("{base}/reset-password?token={token}"))
+        }
+    };
+    let mailer = state.mailer.clone();
+    tokio::spawn(async move {
+        if let Err(e) = mailer.send(&Mail { to, subject, body }).await {
+            tracing::error!(error = %e, "mail not sent");
+        }
+    });
+}

@@ -1,0 +1,31 @@
+//! The error of a storage operation that applies business rules: either the rules refused
+//! the change, or the database failed.
+
+use crate::db::DbError;
+use domain::error::Refusal;
+
+/// Outcome of a refused or failed operation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A rule refused the operation; nothing was changed.
+    #[error("refused: {0:?}")]
+    Refused(Refusal),
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<Refusal> for Error {
+    fn from(refusal: Refusal) -> Error {
+        Error::Refused(refusal)
+    }
+}
+
+impl From<tokio_postgres::Error> for Error {
+    fn from(error: tokio_postgres::Error) -> Error {
+        Error::Db(DbError::Query(error))
+    }
+}
+
+/// Result of a storage operation.
+pub type Result<T> = std::result::Result<T, Error>;

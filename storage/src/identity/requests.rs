@@ -1,0 +1,278 @@
+//! Organization requests: submitted by a user, reviewed by a platform administrator. An
+//! approved request reserves its slug for the requester for 7 days.
+
+use super::publish;
+use crate::db::{Database, Scope, page};
+use crate::error::Result;
+use chrono::{DateTime, Utc};
+use domain::error::{ErrorCode, Refusal};
+use domain::identity::limits;
+use domain::identity::requests::{RequestStatus, Review};
+use domain::ids::UserId;
+use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
+use serde_json::json;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+/// Sortable fields of the request list.
+pub const SORT: SortWhitelist = SortWhitelist {
+    fields: &[
+        SortField {
+            api: "createdAt",
+            column: "created_at",
+        },
+        SortField {
+            api: "name",
+            column: "name",
+        },
+        SortField {
+            api: "slug",
+            column: "slug",
+        },
+        SortField {
+            api: "status",
+            column: "status",
+        },
+    ],
+    default: ("createdAt", SortDir::Desc),
+};
+
+/// An organization request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OrgRequest {
+    /// Id.
+    pub id: Uuid,
+    /// Requester.
+    pub user_id: UserId,
+    /// Organization name.
+    pub name: String,
+    /// Requested slug.
+    pub slug: String,
+    /// Description.
+    pub description: Option<String>,
+    /// State.
+    pub status: RequestStatus,
+    /// Reviewing administrator.
+    pub reviewed_by: Option<Uuid>,
+    /// Reason given on review.
+    pub review_comment: Option<String>,
+    /// Review time.
+    pub reviewed_at: Option<DateTime<Utc>>,
+    /// Until when the slug is kept for the requester (approved requests).
+    pub reserved_until: Option<DateTime<Utc>>,
+    /// The organization created from it, if any.
+    pub organization_id: Option<Uuid>,
+    /// Submission time.
+    pub created_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str =
+    "id, user_id, name, slug, description, status, reviewed_by, review_comment, reviewed_at,
+    reserved_until, organization_id, created_at";
+
+fn from_row(row: &Row) -> OrgRequest {
+    let status: String = row.get(5);
+    OrgRequest {
+        id: row.get(0),
+        user_id: UserId(row.get(1)),
+        name: row.get(2),
+        slug: row.get(3),
+        description: row.get(4),
+        status: status.parse().unwrap_or(RequestStatus::Pending),
+        reviewed_by: row.get(6),
+        review_comment: row.get(7),
+        reviewed_at: row.get(8),
+        reserved_until: row.get(9),
+        organization_id: row.get(10),
+        created_at: row.get(11),
+    }
+}
+
+fn slug_taken() -> Refusal {
+    Refusal::with(
+        ErrorCode::Conflict,
+        "Этот адрес (slug) уже занят",
+        "This slug is already taken",
+    )
+}
+
+/// Whether `slug` is taken for `user`: by an organization, a pending request, or another
+/// user's live reservation.
+pub(crate) async fn slug_in_use(
+    tx: &crate::Tx,
+    slug: &str,
+    user: UserId,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    Ok(tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM user_service.organizations WHERE slug = $1)
+                 OR EXISTS (SELECT 1 FROM user_service.organization_requests WHERE slug = $1 AND status = 'PENDING')
+                 OR EXISTS (SELECT 1 FROM user_service.organization_requests
+                            WHERE slug = $1 AND status = 'APPROVED' AND organization_id IS NULL
+                              AND reserved_until > $3 AND user_id <> $2)",
+            &[&slug, &user.as_uuid(), &now],
+        )
+        .await?
+        .get(0))
+}
+
+/// Submits a request; one pending request per user, slug free.
+pub async fn submit(
+    db: &Database,
+    user: UserId,
+    name: &str,
+    slug: &str,
+    description: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<OrgRequest> {
+    let tx = db.begin(Scope::user(user)).await?;
+    // One submission per user at a time, so the pending check below cannot race.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext($1))",
+        &[&format!("org-request:{user}")],
+    )
+    .await?;
+    let pending: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM user_service.organization_requests WHERE user_id = $1 AND status = 'PENDING')",
+            &[&user.as_uuid()],
+        )
+        .await?
+        .get(0);
+    if pending {
+        return Err(Refusal::with(
+            ErrorCode::BusinessRule,
+            "У вас уже есть заявка на рассмотрении",
+            "You already have a pending request",
+        )
+        .into());
+    }
+    if slug_in_use(&tx, slug, user, now).await? {
+        return Err(slug_taken().into());
+    }
+    let inserted = tx
+        .query_one(
+            &format!(
+                "INSERT INTO user_service.organization_requests (id, user_id, name, slug, description, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}"
+            ),
+            &[&Uuid::now_v7(), &user.as_uuid(), &name, &slug, &description, &now],
+        )
+        .await;
+    let request = match inserted {
+        Ok(row) => from_row(&row),
+        // Another user's pending request took the slug between the check and the insert.
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
+            return Err(slug_taken().into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    publish(
+        &tx,
+        "organization.request.created",
+        None,
+        Some(user),
+        json!({"requestId": request.id, "userId": user, "name": name, "slug": slug}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(request)
+}
+
+/// Lists requests: all of them (optionally by status) for `None`, a user's own otherwise.
+pub async fn list(
+    db: &Database,
+    only_of: Option<UserId>,
+    status: Option<RequestStatus>,
+    request: &PageRequest,
+) -> Result<Page<OrgRequest>> {
+    let client = db.client().await?;
+    let user = only_of.map(|u| u.as_uuid());
+    let status = status.map(|s| s.as_str());
+    Ok(page::fetch(
+        &client,
+        COLUMNS,
+        "FROM user_service.organization_requests WHERE ($1::uuid IS NULL OR user_id = $1) AND ($2::text IS NULL OR status = $2)",
+        &[&user, &status],
+        request,
+        "id",
+        from_row,
+    )
+    .await?)
+}
+
+/// One request.
+pub async fn get(db: &Database, id: Uuid) -> Result<Option<OrgRequest>> {
+    let client = db.client().await?;
+    let row = client
+        .query_opt(
+            &format!("SELECT {COLUMNS} FROM user_service.organization_requests WHERE id = $1"),
+            &[&id],
+        )
+        .await?;
+    Ok(row.as_ref().map(from_row))
+}
+
+/// Approves or rejects a pending request.
+pub async fn review(
+    db: &Database,
+    id: Uuid,
+    admin: UserId,
+    decision: Review,
+    comment: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<OrgRequest> {
+    let tx = db.begin(Scope::user(admin)).await?;
+    let row = tx
+        .query_opt(
+            &format!(
+                "SELECT {COLUMNS} FROM user_service.organization_requests WHERE id = $1 FOR UPDATE"
+            ),
+            &[&id],
+        )
+        .await?
+        .ok_or_else(Refusal::not_found)?;
+    let current = from_row(&row);
+    let next = current.status.review(decision).ok_or_else(|| {
+        Refusal::with(
+            ErrorCode::BusinessRule,
+            "Заявка уже рассмотрена",
+            "The request has already been reviewed",
+        )
+    })?;
+    let reserved_until =
+        (next == RequestStatus::Approved).then(|| now + limits::slug_reservation());
+    let row = tx
+        .query_one(
+            &format!(
+                "UPDATE user_service.organization_requests
+                 SET status = $2, reviewed_by = $3, review_comment = $4, reviewed_at = $5, reserved_until = $6
+                 WHERE id = $1 RETURNING {COLUMNS}"
+            ),
+            &[&id, &next.as_str(), &admin.as_uuid(), &comment, &now, &reserved_until],
+        )
+        .await?;
+    let reviewed = from_row(&row);
+    let event = match next {
+        RequestStatus::Approved => "organization.request.approved",
+        _ => "organization.request.rejected",
+    };
+    publish(
+        &tx,
+        event,
+        None,
+        Some(admin),
+        json!({
+            "requestId": id,
+            "userId": reviewed.user_id,
+            "name": reviewed.name,
+            "slug": reviewed.slug,
+            "reason": comment,
+            "reservedUntil": reserved_until,
+        }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(reviewed)
+}
