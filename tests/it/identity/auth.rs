@@ -708,3 +708,58 @@ async fn profile_update_and_soft_delete() {
         "the email stays reserved"
     );
 }
+
+#[tokio::test]
+async fn identity_headers_from_clients_never_reach_the_service() {
+    let ctx = Ctx::new().await;
+    let alice = ctx.user().await;
+    let bob = ctx.user().await;
+    // Without a token, a forged X-User-Id is stripped and the route stays closed.
+    let forged = crate::support::send(
+        ctx.http
+            .get(format!("{}/api/v1/users/me", ctx.base))
+            .header("X-User-Id", &bob.user_id),
+    )
+    .await;
+    assert_eq!(forged.status, 401);
+    // With Alice's token, claiming to be Bob still shows Alice.
+    let spoofed = crate::support::send(
+        ctx.http
+            .get(format!("{}/api/v1/users/me", ctx.base))
+            .bearer_auth(&alice.access)
+            .header("X-User-Id", &bob.user_id)
+            .header("X-Tenant-Id", uuid::Uuid::now_v7().to_string())
+            .header("X-User-Roles", "OWNER"),
+    )
+    .await;
+    assert_eq!(spoofed.status, 200);
+    assert_eq!(spoofed.body["id"], alice.user_id.as_str());
+    // A token signed with another secret, or not signed at all, is refused.
+    let header = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0";
+    use base64::Engine;
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(
+        serde_json::to_vec(
+            &json!({"sub": bob.user_id, "roles": [], "exp": 4_000_000_000i64, "iat": 0}),
+        )
+        .unwrap(),
+    );
+    let unsigned = format!("{header}.{payload}.");
+    assert_eq!(
+        ctx.get("/api/v1/users/me", Some(&unsigned)).await.status,
+        401
+    );
+    let other = http::tokens::Tokens::new("another-secret")
+        .issue(
+            domain::ids::UserId(bob.user_id.parse().unwrap()),
+            None,
+            None,
+            vec![],
+            None,
+            chrono::Utc::now(),
+        )
+        .unwrap();
+    assert_eq!(
+        ctx.get("/api/v1/users/me", Some(&other.token)).await.status,
+        401
+    );
+}
