@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: provisions what the tests need (PostgreSQL, RabbitMQ, ClickHouse, Garage, an
-# SMTP sink), then runs every test. Tests that stop shared services (tests named faults::)
+# `make test`: provisions what the tests need (PostgreSQL, RabbitMQ, Redis, ClickHouse, Garage,
+# an SMTP sink), then runs every test. Tests that stop shared services (tests named faults::)
 # run afterwards, alone, so they cannot disturb the others.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -8,6 +8,7 @@ cd "$ROOT"
 command -v cargo >/dev/null || die "cargo is required (Rust toolchain)"
 bash scripts/provision/postgres.sh
 bash scripts/provision/rabbitmq.sh
+bash scripts/provision/redis.sh
 bash scripts/provision/clickhouse.sh
 bash scripts/provision/smtp.sh
 bash scripts/provision/garage.sh
@@ -17,6 +18,7 @@ set -a
 source "$SHARED/garage/env"
 set +a
 export TEST_DATABASE_URL=${TEST_DATABASE_URL:-${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}}
+export TEST_REDIS_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379}
 export TEST_AMQP_URL=${TEST_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672/%2f}
 export CLICKHOUSE_URL=${CLICKHOUSE_URL:-http://127.0.0.1:8123}
 export SMTP_URL=${SMTP_URL:-smtp://127.0.0.1:${SMTP_SINK_PORT:-2525}}

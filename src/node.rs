@@ -5,7 +5,9 @@ use anyhow::Context;
 use domain::clock::{Clock, SystemClock};
 use domain::config::{Config, Service};
 use http::AppState;
+use http::gateway::Door;
 use http::metrics::Metrics;
+use http::ratelimit::{Counter, MemoryCounter, Network, RateLimiter, RedisCounter};
 use http::tokens::Tokens;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -120,7 +122,9 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         let local = listener.local_addr()?;
         addrs.insert(*service, local);
         let router = match service {
-            Service::Gateway => http::router::gateway(state.clone(), &node_config.services),
+            Service::Gateway => {
+                http::router::gateway(state.clone(), door(&state).await?, &node_config.services)
+            }
             other => http::router::service(*other, state.clone()),
         };
         let mut stop = shutdown_rx.clone();
@@ -146,6 +150,32 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         relay,
         shutdown,
         servers,
+    })
+}
+
+/// The gateway's token check and rate limits; counts go to Redis when REDIS_URL is set.
+async fn door(state: &AppState) -> anyhow::Result<Door> {
+    let gateway = &state.config.gateway;
+    let counter: Box<dyn Counter> = match &state.config.redis.url {
+        Some(url) => Box::new(
+            RedisCounter::connect(url, &gateway.rate_limit_prefix)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot reach Redis at REDIS_URL: {e}"))?,
+        ),
+        None => Box::new(MemoryCounter::default()),
+    };
+    let mut trusted = Vec::new();
+    for entry in &gateway.trusted_proxies {
+        trusted.push(
+            Network::parse(entry).with_context(|| {
+                format!("gateway.trusted_proxies: `{entry}` is not an IP or CIDR")
+            })?,
+        );
+    }
+    Ok(Door {
+        tokens: state.tokens.clone(),
+        limiter: Arc::new(RateLimiter::new(counter, state.clock.clone(), gateway)),
+        trusted: Arc::new(trusted),
     })
 }
 

@@ -176,6 +176,8 @@ pub struct Config {
     pub broker: BrokerConfig,
     /// HTTP limits shared by every service.
     pub http: HttpConfig,
+    /// The gateway: rate limits, trusted proxies, forwarding.
+    pub gateway: GatewayConfig,
     /// ClickHouse for analytics; PostgreSQL is used when absent.
     pub clickhouse: UrlConfig,
     /// Redis for shared rate limits; in memory when absent.
@@ -243,6 +245,37 @@ pub struct HttpConfig {
     pub idempotency_ttl_hours: u32,
     /// Public base URL of the gateway, used in links sent by mail.
     pub public_url: String,
+}
+
+/// Gateway settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// Requests per minute per client IP on public routes.
+    pub public_per_minute: u32,
+    /// Requests per minute per user on authenticated routes.
+    pub user_per_minute: u32,
+    /// Uploads per minute per user.
+    pub upload_per_minute: u32,
+    /// Proxies whose X-Forwarded-For is believed: IP addresses or CIDR ranges.
+    pub trusted_proxies: Vec<String>,
+    /// Prefix of the rate-limit keys in Redis (gateways sharing one budget share it).
+    pub rate_limit_prefix: String,
+    /// Time limit of a request forwarded to another process, in milliseconds.
+    pub forward_timeout_ms: u64,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            public_per_minute: 100,
+            user_per_minute: 1000,
+            upload_per_minute: 10,
+            trusted_proxies: Vec::new(),
+            rate_limit_prefix: "bilet:rl".into(),
+            forward_timeout_ms: 30_000,
+        }
+    }
 }
 
 /// A backing service given by URL.
@@ -340,6 +373,7 @@ impl Default for Config {
             database: DatabaseConfig::default(),
             broker: BrokerConfig::default(),
             http: HttpConfig::default(),
+            gateway: GatewayConfig::default(),
             clickhouse: UrlConfig::default(),
             redis: UrlConfig::default(),
             smtp: SmtpConfig::default(),

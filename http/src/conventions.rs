@@ -23,9 +23,20 @@ pub struct CorrelationId(pub String);
 
 /// Wraps a router in the shared conventions.
 pub fn apply(router: Router, body_limit: usize) -> Router {
+    layers(fallbacks(router), body_limit)
+}
+
+/// 404 and 405 in the error format. Set them before adding layers, so the layers (the
+/// gateway's door, rate limits, metrics) also see requests no route matches.
+pub fn fallbacks<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
     router
         .fallback(fallback_not_found)
         .method_not_allowed_fallback(method_not_allowed)
+}
+
+/// The layers every router gets, outermost last.
+pub fn layers(router: Router, body_limit: usize) -> Router {
+    router
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::internal(&"handler panicked").into_response()

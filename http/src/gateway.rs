@@ -1,17 +1,52 @@
 //! The gateway's door: every header a service trusts is stripped from the client's request,
-//! the bearer token is checked (HS256 only, signature, expiry, required claims), and the
-//! caller's identity is passed on as X-User-Id, X-Tenant-Id and X-User-Roles. Routes outside
-//! the public list need a valid token.
+//! internal routes are hidden, the bearer token is checked (HS256 only, signature, expiry,
+//! required claims), the caller's identity is passed on as X-User-Id, X-Tenant-Id and
+//! X-User-Roles, and the rate limits are applied. Routes outside the public list need a
+//! valid token.
 
 use crate::context::{TENANT_ID, USER_ID, USER_ROLES};
 use crate::error::ApiError;
+use crate::ratelimit::{Bucket, Network, RateLimiter, client_ip};
 use crate::tokens::Tokens;
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, header};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+
+/// Limit of the request's bucket.
+pub const RATE_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+/// What is left of it in the current window.
+pub const RATE_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+
+/// What the door needs.
+#[derive(Clone)]
+pub struct Door {
+    /// Token keys.
+    pub tokens: Arc<Tokens>,
+    /// Rate limits.
+    pub limiter: Arc<RateLimiter>,
+    /// Proxies whose X-Forwarded-For is believed.
+    pub trusted: Arc<Vec<Network>>,
+}
+
+/// Routes for other services only, never served to clients.
+pub fn is_internal(path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    path == "/api/v1/notifications/send" || path.starts_with("/internal/") || path == "/internal"
+}
+
+/// Routes outside every rate limit: health checks and metrics are polled by machines.
+fn is_operational(path: &str) -> bool {
+    path.starts_with("/health/") || path == "/metrics"
+}
+
+/// Uploads have their own, smaller budget.
+fn is_upload(method: &Method, path: &str) -> bool {
+    method == Method::POST && path.trim_end_matches('/') == "/api/v1/media/upload"
+}
 
 /// Routes reachable without a token: sign-in and registration flows, health, metrics and the
 /// API document. Later services add their public reads here.
@@ -58,11 +93,7 @@ fn invalid_token() -> Response {
 }
 
 /// Middleware of the gateway router.
-pub async fn authenticate(
-    State(tokens): State<Arc<Tokens>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+pub async fn authenticate(State(door): State<Door>, mut request: Request, next: Next) -> Response {
     let spoofed: Vec<_> = request
         .headers()
         .keys()
@@ -72,12 +103,16 @@ pub async fn authenticate(
     for name in spoofed {
         request.headers_mut().remove(name);
     }
+    let path = request.uri().path().to_string();
+    if is_internal(&path) {
+        return ApiError::not_found().into_response();
+    }
     let bearer = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().to_string());
-    match bearer {
+    let user = match bearer {
         Some(value) => {
             let Some(token) = value
                 .strip_prefix("Bearer ")
@@ -85,7 +120,7 @@ pub async fn authenticate(
             else {
                 return invalid_token();
             };
-            let Ok(claims) = tokens.verify(token.trim()) else {
+            let Ok(claims) = door.tokens.verify(token.trim()) else {
                 return invalid_token();
             };
             let headers = request.headers_mut();
@@ -106,11 +141,42 @@ pub async fn authenticate(
             if let Ok(v) = HeaderValue::from_str(&roles) {
                 headers.insert(USER_ROLES, v);
             }
-            next.run(request).await
+            Some(claims.sub.as_uuid())
         }
-        None if is_public(request.method(), request.uri().path()) => next.run(request).await,
-        None => ApiError::new(ErrorCode::Unauthorized).into_response(),
+        None if is_public(request.method(), &path) => None,
+        None => return ApiError::new(ErrorCode::Unauthorized).into_response(),
+    };
+    if is_operational(&path) {
+        return next.run(request).await;
     }
+    let bucket = match user {
+        Some(user) if is_upload(request.method(), &path) => Bucket::Upload(user),
+        Some(user) => Bucket::User(user),
+        None => {
+            let peer = request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.ip())
+                .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+            let forwarded = request
+                .headers()
+                .get("x-forwarded-for")
+                .and_then(|v| v.to_str().ok());
+            Bucket::Public(client_ip(peer, forwarded, &door.trusted))
+        }
+    };
+    let decision = door.limiter.check(&bucket).await;
+    let mut response = if decision.allowed {
+        next.run(request).await
+    } else {
+        let mut error = ApiError::new(ErrorCode::RateLimitExceeded);
+        error.retry_after = Some(decision.reset_after);
+        error.into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(RATE_LIMIT, HeaderValue::from(decision.limit));
+    headers.insert(RATE_REMAINING, HeaderValue::from(decision.remaining));
+    response
 }
 
 #[cfg(test)]

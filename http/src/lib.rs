@@ -13,6 +13,8 @@ pub mod identity;
 pub mod metrics;
 pub mod openapi;
 pub mod paging;
+pub mod proxy;
+pub mod ratelimit;
 pub mod router;
 pub mod state;
 pub mod tokens;

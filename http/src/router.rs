@@ -2,15 +2,17 @@
 //! process the gateway mounts the service routers directly.
 
 use crate::conventions;
-use crate::gateway;
+use crate::gateway::{self, Door};
 use crate::health;
 use crate::metrics;
 use crate::openapi;
+use crate::proxy;
 use crate::state::AppState;
 use axum::Router;
 use axum::middleware;
 use axum::routing::get;
 use domain::config::Service;
+use std::time::Duration;
 
 /// The API routes of a service (without health and metrics).
 pub fn api_routes(service: Service, _state: &AppState) -> Router<AppState> {
@@ -31,6 +33,7 @@ fn operational_routes() -> Router<AppState> {
         .route("/health/ready", get(health::ready))
 }
 
+/// Adds metrics and the shared layers; `router` already has its fallbacks.
 fn finish(router: Router<AppState>, state: AppState, name: &'static str) -> Router {
     let metrics_state = state.metrics.clone();
     let body_limit = state.config.http.json_body_limit;
@@ -44,26 +47,30 @@ fn finish(router: Router<AppState>, state: AppState, name: &'static str) -> Rout
             (metrics_state, name),
             metrics::record,
         ));
-    conventions::apply(router, body_limit)
+    conventions::layers(router, body_limit)
 }
 
 /// The router a service listens with on its own port.
 pub fn service(service: Service, state: AppState) -> Router {
-    let router = operational_routes().merge(api_routes(service, &state));
+    let router = conventions::fallbacks(operational_routes().merge(api_routes(service, &state)));
     finish(router, state, service.name())
 }
 
-/// The gateway: health, metrics, the OpenAPI document and every service's API in-process.
-pub fn gateway(state: AppState, services: &[Service]) -> Router {
+/// The gateway: health, metrics, the OpenAPI document, and every service's API: mounted
+/// directly when the service runs in this process (`local`), forwarded over HTTP otherwise.
+pub fn gateway(state: AppState, door: Door, local: &[Service]) -> Router {
     let mut router = operational_routes().route("/api/v1/openapi.json", get(openapi::serve));
-    for service in services.iter().filter(|s| **s != Service::Gateway) {
-        router = router.merge(api_routes(*service, &state));
+    let timeout = Duration::from_millis(state.config.gateway.forward_timeout_ms);
+    for service in Service::ALL.into_iter().filter(|s| *s != Service::Gateway) {
+        if local.contains(&service) {
+            router = router.merge(api_routes(service, &state));
+        } else if let Some(addr) = state.config.services.get(&service) {
+            router = router.merge(proxy::routes(service, &addr.url, timeout));
+        }
     }
     // The door: applied inside the conventions so refusals carry correlation ids and speak
     // the client's language.
-    let router = router.layer(middleware::from_fn_with_state(
-        state.tokens.clone(),
-        gateway::authenticate,
-    ));
+    let router = conventions::fallbacks(router)
+        .layer(middleware::from_fn_with_state(door, gateway::authenticate));
     finish(router, state, "gateway")
 }

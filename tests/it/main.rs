@@ -4,6 +4,7 @@
 mod cli;
 mod conventions;
 mod faults;
+mod gateway;
 mod identity;
 mod node;
 mod outbox;

@@ -31,7 +31,13 @@ async fn node_serves_health_metrics_and_openapi_on_every_port() {
     assert!(doc["paths"]["/health/ready"]["get"].is_object());
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
 
-    let missing = get(&format!("{gateway}/api/v1/nothing-here"), None).await;
+    // Through the gateway an unknown route is closed like any other non-public one; on a
+    // service's own port it is a plain 404.
+    let closed = get(&format!("{gateway}/api/v1/nothing-here"), None).await;
+    assert_eq!(closed.status, 401);
+    assert_eq!(closed.body["code"], "unauthorized");
+    let identity = format!("http://{}", node.addrs[&Service::Identity]);
+    let missing = get(&format!("{identity}/api/v1/nothing-here"), None).await;
     assert_eq!(missing.status, 404);
     assert_eq!(missing.body["code"], "not_found");
 

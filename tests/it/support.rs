@@ -158,3 +158,8 @@ pub async fn get(url: &str, lang: Option<&str>) -> Reply {
     }
     send(request).await
 }
+
+/// The Redis of the tests.
+pub fn redis_url() -> String {
+    std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
