@@ -1,0 +1,108 @@
+//! Shared pieces of the benchmarks: a closed-loop load runner and latency figures.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Latency and throughput of one run.
+#[derive(Clone, Debug)]
+pub struct Figures {
+    /// Requests that succeeded.
+    pub ok: usize,
+    /// Requests that failed.
+    pub failed: usize,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+    /// Median latency.
+    pub p50: Duration,
+    /// 95th percentile.
+    pub p95: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+}
+
+impl Figures {
+    /// Successful requests per second.
+    pub fn per_second(&self) -> f64 {
+        self.ok as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// One table row.
+    pub fn row(&self, name: &str) -> String {
+        format!(
+            "| {name} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} |",
+            self.per_second(),
+            ms(self.p50),
+            ms(self.p95),
+            ms(self.p99),
+            self.ok,
+            self.failed
+        )
+    }
+}
+
+/// Milliseconds as a float.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Runs `total` calls of `call` with `concurrency` workers, each waiting for its previous call.
+pub async fn run<F, Fut>(total: usize, concurrency: usize, call: F) -> Figures
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = bool> + Send,
+{
+    let call = Arc::new(call);
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let call = call.clone();
+        let next = next.clone();
+        workers.push(tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut failed = 0;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let t = Instant::now();
+                if call(i).await {
+                    samples.push(t.elapsed());
+                } else {
+                    failed += 1;
+                }
+            }
+            (samples, failed)
+        }));
+    }
+    let mut samples = Vec::with_capacity(total);
+    let mut failed = 0;
+    for worker in workers {
+        if let Ok((s, f)) = worker.await {
+            samples.extend(s);
+            failed += f;
+        }
+    }
+    let elapsed = started.elapsed();
+    samples.sort();
+    let pick = |q: f64| {
+        samples
+            .get(((samples.len() as f64 * q) as usize).min(samples.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    Figures {
+        ok: samples.len(),
+        failed,
+        elapsed,
+        p50: pick(0.50),
+        p95: pick(0.95),
+        p99: pick(0.99),
+    }
+}
+
+/// The table header matching `Figures::row`.
+pub const HEADER: &str = "| path | req/s | p50 ms | p95 ms | p99 ms | ok | failed |\n|---|---|---|---|---|---|---|";
