@@ -105,4 +105,5 @@ where
 }
 
 /// The table header matching `Figures::row`.
-pub const HEADER: &str = "| path | req/s | p50 ms | p95 ms | p99 ms | ok | failed |\n|---|---|---|---|---|---|---|";
+pub const HEADER: &str =
+    "| path | req/s | p50 ms | p95 ms | p99 ms | ok | failed |\n|---|---|---|---|---|---|---|";

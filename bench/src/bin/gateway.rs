@@ -12,16 +12,24 @@ use domain::config::{Config, NodeConfig, Service, ServiceAddr};
 use std::sync::Arc;
 
 fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn config(db_url: &str) -> Config {
     let mut config = Config::default();
     for addr in config.services.values_mut() {
-        *addr = ServiceAddr { listen: "127.0.0.1:0".into(), url: "http://127.0.0.1:0".into() };
+        *addr = ServiceAddr {
+            listen: "127.0.0.1:0".into(),
+            url: "http://127.0.0.1:0".into(),
+        };
     }
     config.database.url = db_url.to_string();
-    config.auth.jwt_secret = Some(domain::config::Secret::new("bench-secret-bench-secret-bench"));
+    config.auth.jwt_secret = Some(domain::config::Secret::new(
+        "bench-secret-bench-secret-bench",
+    ));
     config.log.filter = "error".into();
     // The limiter still counts every request; its ceiling is lifted so the run measures the
     // work, not the refusals.
@@ -34,42 +42,92 @@ fn config(db_url: &str) -> Config {
 async fn main() -> anyhow::Result<()> {
     let total = env_or("REQUESTS", 20_000);
     let concurrency = env_or("CONCURRENCY", 32);
-    let admin_url = std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let admin_url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let db_url = match admin_url.rsplit_once('/') {
         Some((base, _)) => format!("{base}/bilet_bench"),
         None => admin_url.clone(),
     };
 
-    let node = bilet::node::start(config(&db_url)).await.context("start the node")?;
+    let node = bilet::node::start(config(&db_url))
+        .await
+        .context("start the node")?;
     let gateway = format!("http://{}", node.addrs[&Service::Gateway]);
     let identity = format!("http://{}", node.addrs[&Service::Identity]);
 
     // A second node that runs only a gateway and forwards identity's routes over HTTP.
     let mut forwarding = config(&db_url);
-    forwarding.services.insert(Service::Identity, ServiceAddr { listen: "127.0.0.1:0".into(), url: identity.clone() });
-    forwarding.nodes.push(NodeConfig { name: "gateway-only".into(), services: vec![Service::Gateway] });
+    forwarding.services.insert(
+        Service::Identity,
+        ServiceAddr {
+            listen: "127.0.0.1:0".into(),
+            url: identity.clone(),
+        },
+    );
+    forwarding.nodes.push(NodeConfig {
+        name: "gateway-only".into(),
+        services: vec![Service::Gateway],
+    });
     forwarding.node = "gateway-only".into();
-    let forwarder = bilet::node::start(forwarding).await.context("start the forwarding gateway")?;
+    let forwarder = bilet::node::start(forwarding)
+        .await
+        .context("start the forwarding gateway")?;
     let remote = format!("http://{}", forwarder.addrs[&Service::Gateway]);
 
     // One user, created without paying for bcrypt, and a token for it.
     let email = format!("bench-{}@example.com", uuid::Uuid::now_v7().simple());
-    let user = storage::identity::users::register(&node.state.db, &email, "$2b$04$benchbenchbenchbenchbeu", "Bench", "User", chrono::Utc::now()).await?;
-    let token = node.state.tokens.issue(user.id, Some(email), None, vec![], None, chrono::Utc::now())?.token;
+    let user = storage::identity::users::register(
+        &node.state.db,
+        &email,
+        "$2b$04$benchbenchbenchbenchbeu",
+        "Bench",
+        "User",
+        chrono::Utc::now(),
+    )
+    .await?;
+    let token = node
+        .state
+        .tokens
+        .issue(user.id, Some(email), None, vec![], None, chrono::Utc::now())?
+        .token;
 
-    let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).build()?;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()?;
     let direct = {
-        let (client, url, user) = (client.clone(), Arc::new(format!("{identity}/api/v1/users/me")), user.id.to_string());
+        let (client, url, user) = (
+            client.clone(),
+            Arc::new(format!("{identity}/api/v1/users/me")),
+            user.id.to_string(),
+        );
         move |_| {
             let (client, url, user) = (client.clone(), url.clone(), user.clone());
-            async move { client.get(url.as_str()).header("X-User-Id", user).send().await.is_ok_and(|r| r.status().is_success()) }
+            async move {
+                client
+                    .get(url.as_str())
+                    .header("X-User-Id", user)
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success())
+            }
         }
     };
     let through = |base: String| {
-        let (client, url, token) = (client.clone(), Arc::new(format!("{base}/api/v1/users/me")), token.clone());
+        let (client, url, token) = (
+            client.clone(),
+            Arc::new(format!("{base}/api/v1/users/me")),
+            token.clone(),
+        );
         move |_| {
             let (client, url, token) = (client.clone(), url.clone(), token.clone());
-            async move { client.get(url.as_str()).bearer_auth(token).send().await.is_ok_and(|r| r.status().is_success()) }
+            async move {
+                client
+                    .get(url.as_str())
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success())
+            }
         }
     };
 
@@ -82,7 +140,9 @@ async fn main() -> anyhow::Result<()> {
     let g = run(total, concurrency, through(gateway)).await;
     let f = run(total, concurrency, through(remote)).await;
 
-    println!("gateway overhead: {total} x GET /api/v1/users/me, {concurrency} concurrent, client on the same 2 cores\n");
+    println!(
+        "gateway overhead: {total} x GET /api/v1/users/me, {concurrency} concurrent, client on the same 2 cores\n"
+    );
     println!("{HEADER}");
     println!("{}", d.row("identity directly (trusted headers)"));
     println!("{}", g.row("gateway, in process"));
