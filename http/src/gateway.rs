@@ -112,16 +112,18 @@ pub async fn authenticate(State(door): State<Door>, mut request: Request, next: 
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().to_string());
+    // A refusal at the door is still counted against the client's IP, so guessing tokens
+    // or probing closed routes runs into the public limit like anything else.
+    let mut refusal: Option<Response> = None;
     let user = match bearer {
         Some(value) => {
-            let Some(token) = value
+            let claims = value
                 .strip_prefix("Bearer ")
                 .or_else(|| value.strip_prefix("bearer "))
-            else {
-                return invalid_token();
-            };
-            let Ok(claims) = door.tokens.verify(token.trim()) else {
-                return invalid_token();
+                .and_then(|token| door.tokens.verify(token.trim()).ok());
+            let Some(claims) = claims else {
+                refusal = Some(invalid_token());
+                return count_and_answer(&door, request, None, &path, refusal, next).await;
             };
             let headers = request.headers_mut();
             if let Ok(v) = HeaderValue::from_str(&claims.sub.to_string()) {
@@ -144,13 +146,32 @@ pub async fn authenticate(State(door): State<Door>, mut request: Request, next: 
             Some(claims.sub.as_uuid())
         }
         None if is_public(request.method(), &path) => None,
-        None => return ApiError::new(ErrorCode::Unauthorized).into_response(),
+        None => {
+            refusal = Some(ApiError::new(ErrorCode::Unauthorized).into_response());
+            None
+        }
     };
-    if is_operational(&path) {
-        return next.run(request).await;
+    count_and_answer(&door, request, user, &path, refusal, next).await
+}
+
+/// Applies the rate limit of the request's bucket, then answers with `refusal` or runs the
+/// request; every counted answer carries the limit headers.
+async fn count_and_answer(
+    door: &Door,
+    request: Request,
+    user: Option<uuid::Uuid>,
+    path: &str,
+    refusal: Option<Response>,
+    next: Next,
+) -> Response {
+    if is_operational(path) {
+        return match refusal {
+            Some(refusal) => refusal,
+            None => next.run(request).await,
+        };
     }
     let bucket = match user {
-        Some(user) if is_upload(request.method(), &path) => Bucket::Upload(user),
+        Some(user) if is_upload(request.method(), path) => Bucket::Upload(user),
         Some(user) => Bucket::User(user),
         None => {
             let peer = request
@@ -166,12 +187,14 @@ pub async fn authenticate(State(door): State<Door>, mut request: Request, next: 
         }
     };
     let decision = door.limiter.check(&bucket).await;
-    let mut response = if decision.allowed {
-        next.run(request).await
-    } else {
+    let mut response = if !decision.allowed {
         let mut error = ApiError::new(ErrorCode::RateLimitExceeded);
         error.retry_after = Some(decision.reset_after);
         error.into_response()
+    } else if let Some(refusal) = refusal {
+        refusal
+    } else {
+        next.run(request).await
     };
     let headers = response.headers_mut();
     headers.insert(RATE_LIMIT, HeaderValue::from(decision.limit));

@@ -386,3 +386,33 @@ async fn two_gateway_processes_forward_and_share_one_budget_in_redis() {
     assert_eq!(down.body["details"]["service"], "identity");
     assert_eq!(get(&format!("{a}/health/live"), None).await.status, 200);
 }
+
+#[tokio::test]
+async fn refusals_at_the_door_count_against_the_ip_and_carry_the_headers() {
+    let t = TestDb::new().await;
+    let mut config = t.config.clone();
+    config.gateway.public_per_minute = 3;
+    let node = bilet::node::start(config).await.unwrap();
+    let base = format!("http://{}", node.addrs[&domain::config::Service::Gateway]);
+    let closed = get(&format!("{base}/api/v1/users/me"), None).await;
+    assert_eq!(closed.status, 401);
+    assert_eq!(closed.headers["x-ratelimit-remaining"], "2");
+    let bad_token = send(
+        reqwest::Client::new()
+            .get(format!("{base}/api/v1/users/me"))
+            .bearer_auth("guess"),
+    )
+    .await;
+    assert_eq!(bad_token.status, 401);
+    assert_eq!(bad_token.headers["x-ratelimit-remaining"], "1");
+    assert_eq!(
+        get(&format!("{base}/api/v1/nothing"), None).await.headers["x-ratelimit-remaining"],
+        "0"
+    );
+    assert_eq!(
+        get(&format!("{base}/api/v1/users/me"), None).await.status,
+        429,
+        "guessing runs into the limit"
+    );
+    node.stop().await;
+}
