@@ -14,6 +14,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use storage::Schema;
+use storage::broker::Subscription;
+use storage::events::consumers as events_consumers;
 use storage::mail::Mailer;
 use storage::outbox::{Relay, RelayHandle};
 use tokio::sync::watch;
@@ -96,6 +98,19 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         .filter_map(|s| s.schema())
         .filter_map(Schema::from_name)
         .collect();
+    if node_config.services.contains(&Service::Events) {
+        broker
+            .subscribe(Subscription {
+                consumer: events_consumers::CONSUMER.into(),
+                patterns: events_consumers::PATTERNS
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect(),
+                handler: Arc::new(events_consumers::Projections::new(db.clone())),
+            })
+            .await
+            .context("cannot subscribe the event service's consumer")?;
+    }
     let relay = Relay::new(
         db,
         config.database.url.clone(),
@@ -109,6 +124,12 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
     let mut servers = Vec::new();
     if node_config.services.contains(&Service::Identity) {
         servers.push(tokio::spawn(hourly_cleanup(
+            state.clone(),
+            shutdown_rx.clone(),
+        )));
+    }
+    if node_config.services.contains(&Service::Events) {
+        servers.push(tokio::spawn(complete_ended_events(
             state.clone(),
             shutdown_rx.clone(),
         )));
@@ -177,6 +198,22 @@ async fn door(state: &AppState) -> anyhow::Result<Door> {
         limiter: Arc::new(RateLimiter::new(counter, state.clock.clone(), gateway)),
         trusted: Arc::new(trusted),
     })
+}
+
+/// Completes published events whose end has passed, every minute.
+async fn complete_ended_events(state: AppState, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        match storage::events::events::complete_ended(&state.db, state.clock.now()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(completed = n, "ended events completed"),
+            Err(e) => tracing::warn!(error = %e, "auto-completion failed"),
+        }
+    }
 }
 
 /// Removes expired refresh and mail tokens and old idempotency keys, every hour.

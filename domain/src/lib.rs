@@ -5,6 +5,7 @@ pub mod clock;
 pub mod config;
 pub mod envelope;
 pub mod error;
+pub mod events;
 pub mod i18n;
 pub mod identity;
 pub mod ids;

@@ -39,6 +39,7 @@ impl Caller {
         Scope {
             tenant: self.tenant,
             user: self.user,
+            system: false,
         }
     }
 

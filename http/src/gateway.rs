@@ -72,7 +72,19 @@ pub fn is_public(method: &Method, path: &str) -> bool {
     let path = path.trim_end_matches('/');
     match *method {
         Method::POST => PUBLIC_POSTS.contains(&path),
-        Method::GET | Method::HEAD => PUBLIC_GETS.contains(&path),
+        Method::GET | Method::HEAD => PUBLIC_GETS.contains(&path) || is_public_event_read(path),
+        _ => false,
+    }
+}
+
+/// Reads of events and their ticket types: what they show depends on who asks (published
+/// public events for anyone), so they are open without a token.
+fn is_public_event_read(path: &str) -> bool {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match segments.as_slice() {
+        ["api", "v1", "events"] => true,
+        ["api", "v1", "events", id] => uuid::Uuid::parse_str(id).is_ok(),
+        ["api", "v1", "events", id, "ticket-types"] => uuid::Uuid::parse_str(id).is_ok(),
         _ => false,
     }
 }
@@ -213,6 +225,18 @@ mod tests {
         assert!(!is_public(&Method::GET, "/api/v1/auth/login"));
         assert!(!is_public(&Method::GET, "/api/v1/users/me"));
         assert!(!is_public(&Method::DELETE, "/api/v1/auth/login"));
+        let id = uuid::Uuid::now_v7();
+        assert!(is_public(&Method::GET, "/api/v1/events"));
+        assert!(is_public(&Method::GET, &format!("/api/v1/events/{id}")));
+        assert!(is_public(
+            &Method::GET,
+            &format!("/api/v1/events/{id}/ticket-types")
+        ));
+        assert!(!is_public(
+            &Method::GET,
+            &format!("/api/v1/events/{id}/registrations")
+        ));
+        assert!(!is_public(&Method::POST, "/api/v1/events"));
     }
 
     #[test]

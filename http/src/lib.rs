@@ -5,6 +5,7 @@
 pub mod context;
 pub mod conventions;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod gateway;
 pub mod health;

@@ -19,6 +19,7 @@ struct Platform;
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = Platform::openapi();
     doc.merge(crate::identity::openapi());
+    doc.merge(crate::events::openapi());
     doc.components
         .get_or_insert_with(Default::default)
         .security_schemes

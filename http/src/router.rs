@@ -19,11 +19,10 @@ pub fn api_routes(service: Service, _state: &AppState) -> Router<AppState> {
     // Each service step adds its routes here.
     match service {
         Service::Identity => crate::identity::routes(),
-        Service::Gateway
-        | Service::Events
-        | Service::Notifications
-        | Service::Media
-        | Service::Analytics => Router::new(),
+        Service::Events => crate::events::routes(),
+        Service::Gateway | Service::Notifications | Service::Media | Service::Analytics => {
+            Router::new()
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod broker;
 pub mod db;
 pub mod error;
+pub mod events;
 pub mod idempotency;
 pub mod identity;
 pub mod inbox;

@@ -127,10 +127,18 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 include_str!("../../../migrations/user_service/V3__identity.sql"),
             ),
         ],
-        Schema::EventService => &[(
-            "V2__events",
-            include_str!("../../../migrations/event_service/V2__events.sql"),
-        )],
+        Schema::EventService => &[
+            (
+                "V2__events",
+                include_str!("../../../migrations/event_service/V2__events.sql"),
+            ),
+            (
+                "V3__events_visibility_ticket_types",
+                include_str!(
+                    "../../../migrations/event_service/V3__events_visibility_ticket_types.sql"
+                ),
+            ),
+        ],
         Schema::NotificationService | Schema::MediaService | Schema::AnalyticsService => &[],
     };
     let mut all = vec![Migration::unapplied(

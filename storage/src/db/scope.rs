@@ -14,6 +14,8 @@ pub struct Scope {
     pub tenant: Option<TenantId>,
     /// The user on whose behalf the work is done.
     pub user: Option<UserId>,
+    /// A background job of a service that works across tenants (never a request).
+    pub system: bool,
 }
 
 impl Scope {
@@ -22,6 +24,17 @@ impl Scope {
         Scope {
             tenant: Some(tenant),
             user,
+            system: false,
+        }
+    }
+
+    /// A background job (expiry timers, auto-completion, archiving) that must see every
+    /// tenant. Only storage code that serves such jobs uses it.
+    pub fn system() -> Scope {
+        Scope {
+            tenant: None,
+            user: None,
+            system: true,
         }
     }
 
@@ -30,6 +43,7 @@ impl Scope {
         Scope {
             tenant: None,
             user: Some(user),
+            system: false,
         }
     }
 
@@ -54,9 +68,11 @@ impl Tx {
         let user = scope.user.map(|u| u.to_string()).unwrap_or_default();
         // set_config with is_local = true is SET LOCAL with bind parameters: the values
         // never become SQL text.
+        let system = if scope.system { "on" } else { "" };
         tx.execute(
-            "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true)",
-            &[&tenant, &user],
+            "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true),
+                    set_config('app.system', $3, true)",
+            &[&tenant, &user, &system],
         )
         .await?;
         Ok(tx)

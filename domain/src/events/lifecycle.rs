@@ -1,0 +1,171 @@
+//! The event state machine: DRAFT → PUBLISHED (only with a future start) ⇄ DRAFT; DRAFT or
+//! PUBLISHED → CANCELLED; PUBLISHED → COMPLETED. CANCELLED and COMPLETED are final.
+
+use crate::error::{ErrorCode, Refusal};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+
+/// Status of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum EventStatus {
+    /// Being prepared, visible to organizers only.
+    Draft,
+    /// Visible and taking registrations.
+    Published,
+    /// Called off.
+    Cancelled,
+    /// Took place.
+    Completed,
+}
+
+/// A requested change of status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Make visible.
+    Publish,
+    /// Back to draft.
+    Unpublish,
+    /// Call off.
+    Cancel,
+    /// Mark as held.
+    Complete,
+}
+
+impl EventStatus {
+    /// Database and wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Draft => "DRAFT",
+            Self::Published => "PUBLISHED",
+            Self::Cancelled => "CANCELLED",
+            Self::Completed => "COMPLETED",
+        }
+    }
+
+    /// CANCELLED and COMPLETED events never change again.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Cancelled | Self::Completed)
+    }
+
+    /// The state after `action`, or why it is refused.
+    pub fn apply(
+        self,
+        action: Action,
+        starts_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<EventStatus, Refusal> {
+        use Action::*;
+        use EventStatus::*;
+        match (self, action) {
+            (Draft, Publish) if starts_at > now => Ok(Published),
+            (Draft, Publish) => Err(Refusal::with(
+                ErrorCode::BusinessRule,
+                "Опубликовать можно только событие, которое ещё не началось",
+                "Only an event that has not started yet can be published",
+            )),
+            (Published, Unpublish) => Ok(Draft),
+            (Draft | Published, Cancel) => Ok(Cancelled),
+            (Published, Complete) => Ok(Completed),
+            (from, _) if from.is_final() => Err(final_state()),
+            _ => Err(Refusal::with(
+                ErrorCode::BusinessRule,
+                "Это действие недоступно в текущем статусе события",
+                "This action is not available in the event's current status",
+            )),
+        }
+    }
+}
+
+/// The refusal for any change to a final event.
+pub fn final_state() -> Refusal {
+    Refusal::with(
+        ErrorCode::BusinessRule,
+        "Отменённое или завершённое событие изменить нельзя",
+        "A cancelled or completed event cannot be changed",
+    )
+}
+
+impl FromStr for EventStatus {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "DRAFT" => Ok(Self::Draft),
+            "PUBLISHED" => Ok(Self::Published),
+            "CANCELLED" => Ok(Self::Cancelled),
+            "COMPLETED" => Ok(Self::Completed),
+            _ => Err(()),
+        }
+    }
+}
+
+/// Who may see the list of participants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema, Default)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ParticipantsVisibility {
+    /// A participant sees only their own registration.
+    #[default]
+    Closed,
+    /// Participants see who registered and the distribution by ticket type.
+    Open,
+}
+
+impl ParticipantsVisibility {
+    /// Database and wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed => "CLOSED",
+            Self::Open => "OPEN",
+        }
+    }
+}
+
+impl FromStr for ParticipantsVisibility {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "CLOSED" => Ok(Self::Closed),
+            "OPEN" => Ok(Self::Open),
+            _ => Err(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Action::*;
+    use EventStatus::*;
+
+    #[test]
+    fn transitions_follow_the_table() {
+        let now = Utc::now();
+        let future = now + chrono::Duration::days(1);
+        let past = now - chrono::Duration::hours(1);
+        assert_eq!(Draft.apply(Publish, future, now), Ok(Published));
+        assert!(
+            Draft.apply(Publish, past, now).is_err(),
+            "no publishing a past event"
+        );
+        assert!(
+            Published.apply(Publish, future, now).is_err(),
+            "no publishing twice"
+        );
+        assert_eq!(Published.apply(Unpublish, future, now), Ok(Draft));
+        assert_eq!(Draft.apply(Cancel, future, now), Ok(Cancelled));
+        assert_eq!(Published.apply(Cancel, future, now), Ok(Cancelled));
+        assert_eq!(Published.apply(Complete, future, now), Ok(Completed));
+        assert!(Draft.apply(Complete, future, now).is_err());
+        assert!(Draft.apply(Unpublish, future, now).is_err());
+        for last in [Cancelled, Completed] {
+            for action in [Publish, Unpublish, Cancel, Complete] {
+                assert_eq!(
+                    last.apply(action, future, now),
+                    Err(final_state()),
+                    "{last:?} is final"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Request and response bodies of the event service.
+
+use chrono::{DateTime, Utc};
+use domain::events::lifecycle::{EventStatus, ParticipantsVisibility};
+use domain::events::validation::LocationType;
+use serde::{Deserialize, Deserializer, Serialize};
+use storage::events::events::Event;
+use storage::events::ticket_types::TicketType;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A new event.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateEventRequest {
+    /// Title, up to 255 characters.
+    pub title: String,
+    /// Description.
+    #[serde(default)]
+    pub description: String,
+    /// Slug; generated from the title (transliterated) when absent.
+    pub slug: Option<String>,
+    /// Group for a private event.
+    pub group_id: Option<Uuid>,
+    /// CLOSED (default) or OPEN.
+    pub participants_visibility: Option<ParticipantsVisibility>,
+    /// Start, ISO 8601.
+    pub starts_at: DateTime<Utc>,
+    /// End, ISO 8601.
+    pub ends_at: Option<DateTime<Utc>>,
+    /// IANA time zone for display (default UTC).
+    pub timezone: Option<String>,
+    /// OFFLINE, ONLINE or HYBRID.
+    pub location_type: Option<LocationType>,
+    /// Address.
+    pub location_address: Option<String>,
+    /// URL.
+    pub location_url: Option<String>,
+    /// Cover image (media file id).
+    pub cover_image_id: Option<Uuid>,
+    /// Settings object.
+    #[schema(value_type = Option<Object>)]
+    pub settings: Option<serde_json::Value>,
+}
+
+/// Changes to an event; absent fields stay, null clears an optional field.
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateEventRequest {
+    /// Title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// Group (null makes the event public).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<Uuid>)]
+    pub group_id: Option<Option<Uuid>>,
+    /// Participant visibility.
+    pub participants_visibility: Option<ParticipantsVisibility>,
+    /// Start.
+    pub starts_at: Option<DateTime<Utc>>,
+    /// End.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<DateTime<Utc>>)]
+    pub ends_at: Option<Option<DateTime<Utc>>>,
+    /// Time zone.
+    pub timezone: Option<String>,
+    /// Kind of place.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<LocationType>)]
+    pub location_type: Option<Option<LocationType>>,
+    /// Address.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub location_address: Option<Option<String>>,
+    /// URL.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub location_url: Option<Option<String>>,
+    /// Cover image.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<Uuid>)]
+    pub cover_image_id: Option<Option<Uuid>>,
+    /// Settings (replaces the current object).
+    #[schema(value_type = Option<Object>)]
+    pub settings: Option<serde_json::Value>,
+}
+
+/// An event.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventDto {
+    /// Id.
+    pub id: Uuid,
+    /// Organization.
+    pub tenant_id: Uuid,
+    /// Creator.
+    pub organizer_id: Uuid,
+    /// Group of a private event.
+    pub group_id: Option<Uuid>,
+    /// Title.
+    pub title: String,
+    /// Description.
+    pub description: String,
+    /// Slug.
+    pub slug: String,
+    /// Status.
+    pub status: EventStatus,
+    /// Participant visibility.
+    pub participants_visibility: ParticipantsVisibility,
+    /// Start.
+    pub starts_at: DateTime<Utc>,
+    /// End.
+    pub ends_at: Option<DateTime<Utc>>,
+    /// Time zone.
+    pub timezone: String,
+    /// Kind of place.
+    pub location_type: Option<LocationType>,
+    /// Address.
+    pub location_address: Option<String>,
+    /// URL.
+    pub location_url: Option<String>,
+    /// Cover image.
+    pub cover_image_id: Option<Uuid>,
+    /// Settings.
+    #[schema(value_type = Object)]
+    pub settings: serde_json::Value,
+    /// First publication.
+    pub published_at: Option<DateTime<Utc>>,
+    /// Creation.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<Event> for EventDto {
+    fn from(e: Event) -> Self {
+        EventDto {
+            id: e.id,
+            tenant_id: e.tenant_id.as_uuid(),
+            organizer_id: e.organizer_id.as_uuid(),
+            group_id: e.group_id,
+            title: e.title,
+            description: e.description,
+            slug: e.slug,
+            status: e.status,
+            participants_visibility: e.participants_visibility,
+            starts_at: e.starts_at,
+            ends_at: e.ends_at,
+            timezone: e.timezone,
+            location_type: e.location_type,
+            location_address: e.location_address,
+            location_url: e.location_url,
+            cover_image_id: e.cover_image_id,
+            settings: e.settings,
+            published_at: e.published_at,
+            created_at: e.created_at,
+            updated_at: e.updated_at,
+        }
+    }
+}
+
+/// A ticket type to create or the full replacement of one.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateTicketTypeRequest {
+    /// Name.
+    pub name: String,
+    /// Description.
+    #[serde(default)]
+    pub description: String,
+    /// Price in the smallest currency unit (0: free).
+    #[serde(default)]
+    pub price_cents: i64,
+    /// ISO 4217 code (default RUB).
+    pub currency: Option<String>,
+    /// Seats.
+    pub quantity: i32,
+    /// Minutes a paid reservation is held; none: it waits for payment without a timer.
+    pub reservation_minutes: Option<i32>,
+    /// Share paid upfront, 0–100 (default 100).
+    pub prepayment_percent: Option<i32>,
+    /// Sales open.
+    pub sales_start: Option<DateTime<Utc>>,
+    /// Sales close.
+    pub sales_end: Option<DateTime<Utc>>,
+    /// Position in lists.
+    #[serde(default)]
+    pub sort_order: i32,
+    /// On sale (default true).
+    pub is_active: Option<bool>,
+}
+
+/// A ticket type.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TicketTypeDto {
+    /// Id.
+    pub id: Uuid,
+    /// Event.
+    pub event_id: Uuid,
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Price in the smallest unit.
+    pub price_cents: i64,
+    /// Currency.
+    pub currency: String,
+    /// Seats.
+    pub quantity: i32,
+    /// Sold.
+    pub sold_count: i32,
+    /// Held by reservations.
+    pub reserved_count: i32,
+    /// Free seats.
+    pub available: i32,
+    /// Reservation minutes.
+    pub reservation_minutes: Option<i32>,
+    /// Prepayment share.
+    pub prepayment_percent: i32,
+    /// Sales open.
+    pub sales_start: Option<DateTime<Utc>>,
+    /// Sales close.
+    pub sales_end: Option<DateTime<Utc>>,
+    /// Position.
+    pub sort_order: i32,
+    /// On sale.
+    pub is_active: bool,
+    /// Creation.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<TicketType> for TicketTypeDto {
+    fn from(t: TicketType) -> Self {
+        TicketTypeDto {
+            id: t.id,
+            event_id: t.event_id,
+            name: t.name,
+            description: t.description,
+            price_cents: t.price_cents,
+            currency: t.currency,
+            available: (t.quantity - t.sold_count - t.reserved_count).max(0),
+            quantity: t.quantity,
+            sold_count: t.sold_count,
+            reserved_count: t.reserved_count,
+            reservation_minutes: t.reservation_minutes,
+            prepayment_percent: t.prepayment_percent,
+            sales_start: t.sales_start,
+            sales_end: t.sales_end,
+            sort_order: t.sort_order,
+            is_active: t.is_active,
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+        }
+    }
+}

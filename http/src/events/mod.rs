@@ -1,0 +1,62 @@
+//! The event service over HTTP (port 8082): events, their life cycle and ticket types.
+
+pub mod dto;
+pub mod events;
+pub mod ticket_types;
+
+use crate::context::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::Router;
+use axum::routing::{get, post, put};
+use domain::ErrorCode;
+use domain::ids::{TenantId, UserId};
+use domain::roles::Role;
+use utoipa::OpenApi;
+
+/// The routes of the event service.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/events", get(events::list).post(events::create))
+        .route(
+            "/api/v1/events/{id}",
+            get(events::get).put(events::update).delete(events::delete),
+        )
+        .route("/api/v1/events/{id}/publish", post(events::publish))
+        .route("/api/v1/events/{id}/unpublish", post(events::unpublish))
+        .route("/api/v1/events/{id}/cancel", post(events::cancel))
+        .route("/api/v1/events/{id}/complete", post(events::complete))
+        .route(
+            "/api/v1/events/{id}/ticket-types",
+            get(ticket_types::list).post(ticket_types::create),
+        )
+        .route(
+            "/api/v1/events/{id}/ticket-types/{type_id}",
+            put(ticket_types::update).delete(ticket_types::delete),
+        )
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        events::list, events::create, events::get, events::update, events::delete, events::publish,
+        events::unpublish, events::cancel, events::complete,
+        ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
+    ),
+    tags((name = "events", description = "Events and ticket types"))
+)]
+struct EventsApi;
+
+/// The event service's part of the OpenAPI document.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    EventsApi::openapi()
+}
+
+/// The organization and user of an organizer (OWNER or MODERATOR of the token's tenant).
+pub(crate) fn organizer(caller: &Caller) -> Result<(TenantId, UserId), ApiError> {
+    let user = caller.require_user()?;
+    match caller.tenant {
+        Some(tenant) if caller.has_any_role(&[Role::Owner, Role::Moderator]) => Ok((tenant, user)),
+        _ => Err(ApiError::new(ErrorCode::Forbidden)),
+    }
+}

@@ -1,0 +1,586 @@
+//! Events: creation, reading under the visibility rules, changes, the life cycle, and the
+//! jobs that complete ended events.
+
+use super::publish;
+use crate::db::{Database, Scope, page};
+use crate::error::Result;
+use chrono::{DateTime, Utc};
+use domain::error::{ErrorCode, Refusal};
+use domain::events::lifecycle::{Action, EventStatus, ParticipantsVisibility, final_state};
+use domain::events::slug;
+use domain::events::validation::LocationType;
+use domain::ids::{TenantId, UserId};
+use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
+use serde_json::json;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+use uuid::Uuid;
+
+/// Sortable fields of the event list.
+pub const SORT: SortWhitelist = SortWhitelist {
+    fields: &[
+        SortField {
+            api: "startsAt",
+            column: "starts_at",
+        },
+        SortField {
+            api: "createdAt",
+            column: "created_at",
+        },
+        SortField {
+            api: "title",
+            column: "title",
+        },
+    ],
+    default: ("startsAt", SortDir::Asc),
+};
+
+/// An event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// Id.
+    pub id: Uuid,
+    /// Organization.
+    pub tenant_id: TenantId,
+    /// Who created it.
+    pub organizer_id: UserId,
+    /// The group it is private to, if any.
+    pub group_id: Option<Uuid>,
+    /// Title.
+    pub title: String,
+    /// Description.
+    pub description: String,
+    /// Unique slug.
+    pub slug: String,
+    /// Status.
+    pub status: EventStatus,
+    /// Who sees the participants.
+    pub participants_visibility: ParticipantsVisibility,
+    /// Start.
+    pub starts_at: DateTime<Utc>,
+    /// End.
+    pub ends_at: Option<DateTime<Utc>>,
+    /// Time zone for display.
+    pub timezone: String,
+    /// Kind of place.
+    pub location_type: Option<LocationType>,
+    /// Address.
+    pub location_address: Option<String>,
+    /// URL.
+    pub location_url: Option<String>,
+    /// Cover image.
+    pub cover_image_id: Option<Uuid>,
+    /// Settings object.
+    pub settings: serde_json::Value,
+    /// First publication.
+    pub published_at: Option<DateTime<Utc>>,
+    /// Creation.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, tenant_id, organizer_id, group_id, title, description, slug, status,
+    participants_visibility, starts_at, ends_at, timezone, location_type, location_address, location_url,
+    cover_image_id, settings, published_at, created_at, updated_at";
+
+fn from_row(row: &Row) -> Event {
+    let status: String = row.get(7);
+    let visibility: String = row.get(8);
+    let location: Option<String> = row.get(12);
+    Event {
+        id: row.get(0),
+        tenant_id: TenantId(row.get(1)),
+        organizer_id: UserId(row.get(2)),
+        group_id: row.get(3),
+        title: row.get(4),
+        description: row.get(5),
+        slug: row.get(6),
+        status: status.parse().unwrap_or(EventStatus::Draft),
+        participants_visibility: visibility.parse().unwrap_or_default(),
+        starts_at: row.get(9),
+        ends_at: row.get(10),
+        timezone: row.get(11),
+        location_type: location.as_deref().and_then(LocationType::parse),
+        location_address: row.get(13),
+        location_url: row.get(14),
+        cover_image_id: row.get(15),
+        settings: row.get(16),
+        published_at: row.get(17),
+        created_at: row.get(18),
+        updated_at: row.get(19),
+    }
+}
+
+/// What consumers of event-service events need to know about an event.
+pub fn payload(e: &Event) -> serde_json::Value {
+    json!({
+        "eventId": e.id,
+        "tenantId": e.tenant_id,
+        "organizerId": e.organizer_id,
+        "groupId": e.group_id,
+        "title": e.title,
+        "slug": e.slug,
+        "status": e.status,
+        "startsAt": e.starts_at,
+        "endsAt": e.ends_at,
+        "timezone": e.timezone,
+        "locationType": e.location_type,
+        "locationAddress": e.location_address,
+        "locationUrl": e.location_url,
+        "coverImageId": e.cover_image_id,
+    })
+}
+
+/// Fields of a new event (already validated).
+#[derive(Clone, Debug)]
+pub struct NewEvent {
+    /// Title.
+    pub title: String,
+    /// Description.
+    pub description: String,
+    /// Slug chosen by the organizer; generated from the title when absent.
+    pub slug: Option<String>,
+    /// Group for a private event.
+    pub group_id: Option<Uuid>,
+    /// Participant visibility.
+    pub participants_visibility: ParticipantsVisibility,
+    /// Start.
+    pub starts_at: DateTime<Utc>,
+    /// End.
+    pub ends_at: Option<DateTime<Utc>>,
+    /// Time zone.
+    pub timezone: String,
+    /// Kind of place.
+    pub location_type: Option<LocationType>,
+    /// Address.
+    pub location_address: Option<String>,
+    /// URL.
+    pub location_url: Option<String>,
+    /// Cover image.
+    pub cover_image_id: Option<Uuid>,
+    /// Settings.
+    pub settings: serde_json::Value,
+}
+
+async fn check_group(tx: &crate::Tx, group: Option<Uuid>) -> Result<()> {
+    let Some(group) = group else { return Ok(()) };
+    // Under RLS only the tenant's own groups are visible.
+    let known: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM event_service.groups WHERE id = $1)",
+            &[&group],
+        )
+        .await?
+        .get(0);
+    if known {
+        Ok(())
+    } else {
+        Err(Refusal::with(
+            ErrorCode::BusinessRule,
+            "Группа не найдена в этой организации",
+            "No such group in this organization",
+        )
+        .into())
+    }
+}
+
+/// Creates a DRAFT event and publishes event.created.
+pub async fn create(
+    db: &Database,
+    tenant: TenantId,
+    organizer: UserId,
+    new: &NewEvent,
+    now: DateTime<Utc>,
+) -> Result<Event> {
+    let tx = db.begin(Scope::tenant(tenant, Some(organizer))).await?;
+    check_group(&tx, new.group_id).await?;
+    let base = new
+        .slug
+        .clone()
+        .unwrap_or_else(|| slug::slugify(&new.title));
+    let mut created = None;
+    // A chosen slug must be free; a generated one gets a suffix until it is.
+    for attempt in 0..8 {
+        let candidate = match (attempt, new.slug.is_some()) {
+            (0, _) => base.clone(),
+            (_, true) => break,
+            (_, false) => format!("{base}-{}", &Uuid::new_v4().simple().to_string()[..6]),
+        };
+        let row = tx
+            .query_opt(
+                &format!(
+                    "INSERT INTO event_service.events (id, tenant_id, organizer_id, group_id, title, description, slug,
+                        participants_visibility, starts_at, ends_at, timezone, location_type, location_address,
+                        location_url, cover_image_id, settings, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17)
+                     ON CONFLICT (slug) DO NOTHING RETURNING {COLUMNS}"
+                ),
+                &[
+                    &Uuid::now_v7(),
+                    &tenant.as_uuid(),
+                    &organizer.as_uuid(),
+                    &new.group_id,
+                    &new.title,
+                    &new.description,
+                    &candidate,
+                    &new.participants_visibility.as_str(),
+                    &new.starts_at,
+                    &new.ends_at,
+                    &new.timezone,
+                    &new.location_type.map(|l| l.as_str()),
+                    &new.location_address,
+                    &new.location_url,
+                    &new.cover_image_id,
+                    &new.settings,
+                    &now,
+                ],
+            )
+            .await?;
+        if let Some(row) = row {
+            created = Some(from_row(&row));
+            break;
+        }
+    }
+    let event = created.ok_or_else(|| {
+        Refusal::with(
+            ErrorCode::Conflict,
+            "Этот адрес (slug) уже занят",
+            "This slug is already taken",
+        )
+    })?;
+    publish(
+        &tx,
+        "event.created",
+        Some(tenant),
+        Some(organizer),
+        payload(&event),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(event)
+}
+
+/// Filters of the event list.
+#[derive(Clone, Debug, Default)]
+pub struct EventFilter {
+    /// Only this status.
+    pub status: Option<EventStatus>,
+    /// Only events of this organizer.
+    pub organizer_id: Option<Uuid>,
+    /// Only events starting at or after.
+    pub starts_after: Option<DateTime<Utc>>,
+    /// Full-text search over title and description (Russian and English).
+    pub search: Option<String>,
+}
+
+/// Events the scope may see, filtered and paged.
+pub async fn list(
+    db: &Database,
+    scope: Scope,
+    filter: &EventFilter,
+    request: &PageRequest,
+) -> Result<Page<Event>> {
+    let tx = db.begin(scope).await?;
+    let status = filter.status.map(|s| s.as_str());
+    let search = filter
+        .search
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    let params: [&(dyn ToSql + Sync); 4] =
+        [&status, &filter.organizer_id, &filter.starts_after, &search];
+    let found = page::fetch(
+        &tx,
+        COLUMNS,
+        "FROM event_service.events WHERE deleted_at IS NULL
+           AND ($1::text IS NULL OR status = $1)
+           AND ($2::uuid IS NULL OR organizer_id = $2)
+           AND ($3::timestamptz IS NULL OR starts_at >= $3)
+           AND ($4::text IS NULL OR search @@ (plainto_tsquery('russian', $4) || plainto_tsquery('english', $4)))",
+        &params,
+        request,
+        "id",
+        from_row,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(found)
+}
+
+/// One event, if the scope may see it.
+pub async fn get(db: &Database, scope: Scope, id: Uuid) -> Result<Event> {
+    let tx = db.begin(scope).await?;
+    let row = tx
+        .query_opt(
+            &format!(
+                "SELECT {COLUMNS} FROM event_service.events WHERE id = $1 AND deleted_at IS NULL"
+            ),
+            &[&id],
+        )
+        .await?
+        .ok_or_else(Refusal::not_found)?;
+    tx.commit().await?;
+    Ok(from_row(&row))
+}
+
+/// Locks an event of the tenant for a change; 404 for anything else.
+async fn lock(tx: &crate::Tx, id: Uuid) -> Result<Event> {
+    // FOR UPDATE applies the UPDATE policies too: another tenant's published event, readable
+    // by anyone, cannot be locked (nor changed) here.
+    let row = tx
+        .query_opt(&format!("SELECT {COLUMNS} FROM event_service.events WHERE id = $1 AND deleted_at IS NULL FOR UPDATE"), &[&id])
+        .await?
+        .ok_or_else(Refusal::not_found)?;
+    Ok(from_row(&row))
+}
+
+/// Changes to an event; `None` keeps a field, `Some(None)` clears an optional one.
+#[derive(Clone, Debug, Default)]
+pub struct EventChange {
+    /// Title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// Group.
+    pub group_id: Option<Option<Uuid>>,
+    /// Participant visibility.
+    pub participants_visibility: Option<ParticipantsVisibility>,
+    /// Start.
+    pub starts_at: Option<DateTime<Utc>>,
+    /// End.
+    pub ends_at: Option<Option<DateTime<Utc>>>,
+    /// Time zone.
+    pub timezone: Option<String>,
+    /// Kind of place.
+    pub location_type: Option<Option<LocationType>>,
+    /// Address.
+    pub location_address: Option<Option<String>>,
+    /// URL.
+    pub location_url: Option<Option<String>>,
+    /// Cover image.
+    pub cover_image_id: Option<Option<Uuid>>,
+    /// Settings.
+    pub settings: Option<serde_json::Value>,
+}
+
+/// Updates an event of the tenant; a final event cannot change. When a published event's
+/// time or place changes, event.changed tells its participants.
+pub async fn update(
+    db: &Database,
+    tenant: TenantId,
+    user: UserId,
+    id: Uuid,
+    change: &EventChange,
+    now: DateTime<Utc>,
+) -> Result<Event> {
+    let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
+    let before = lock(&tx, id).await?;
+    if before.status.is_final() {
+        return Err(final_state().into());
+    }
+    if let Some(group) = change.group_id {
+        check_group(&tx, group).await?;
+    }
+    let mut after = before.clone();
+    if let Some(v) = &change.title {
+        after.title = v.clone()
+    }
+    if let Some(v) = &change.description {
+        after.description = v.clone()
+    }
+    if let Some(v) = change.group_id {
+        after.group_id = v
+    }
+    if let Some(v) = change.participants_visibility {
+        after.participants_visibility = v
+    }
+    if let Some(v) = change.starts_at {
+        after.starts_at = v
+    }
+    if let Some(v) = change.ends_at {
+        after.ends_at = v
+    }
+    if let Some(v) = &change.timezone {
+        after.timezone = v.clone()
+    }
+    if let Some(v) = change.location_type {
+        after.location_type = v
+    }
+    if let Some(v) = &change.location_address {
+        after.location_address = v.clone()
+    }
+    if let Some(v) = &change.location_url {
+        after.location_url = v.clone()
+    }
+    if let Some(v) = change.cover_image_id {
+        after.cover_image_id = v
+    }
+    if let Some(v) = &change.settings {
+        after.settings = v.clone()
+    }
+    if after.ends_at.is_some_and(|end| end <= after.starts_at) {
+        return Err(Refusal::with(
+            ErrorCode::BusinessRule,
+            "Окончание должно быть позже начала",
+            "The end must be after the start",
+        )
+        .into());
+    }
+    let row = tx
+        .query_one(
+            &format!(
+                "UPDATE event_service.events SET title = $2, description = $3, group_id = $4, participants_visibility = $5,
+                    starts_at = $6, ends_at = $7, timezone = $8, location_type = $9, location_address = $10,
+                    location_url = $11, cover_image_id = $12, settings = $13, updated_at = $14
+                 WHERE id = $1 RETURNING {COLUMNS}"
+            ),
+            &[
+                &id,
+                &after.title,
+                &after.description,
+                &after.group_id,
+                &after.participants_visibility.as_str(),
+                &after.starts_at,
+                &after.ends_at,
+                &after.timezone,
+                &after.location_type.map(|l| l.as_str()),
+                &after.location_address,
+                &after.location_url,
+                &after.cover_image_id,
+                &after.settings,
+                &now,
+            ],
+        )
+        .await?;
+    let event = from_row(&row);
+    let moved = before.starts_at != event.starts_at
+        || before.ends_at != event.ends_at
+        || before.location_type != event.location_type
+        || before.location_address != event.location_address
+        || before.location_url != event.location_url;
+    if event.status == EventStatus::Published && moved {
+        let mut data = payload(&event);
+        data["previous"] = json!({
+            "startsAt": before.starts_at,
+            "endsAt": before.ends_at,
+            "locationType": before.location_type,
+            "locationAddress": before.location_address,
+            "locationUrl": before.location_url,
+        });
+        publish(&tx, "event.changed", Some(tenant), Some(user), data).await?;
+    }
+    if before.cover_image_id != event.cover_image_id {
+        publish(
+            &tx,
+            "event.cover.changed",
+            Some(tenant),
+            Some(user),
+            json!({"eventId": id, "coverImageId": event.cover_image_id, "previousCoverImageId": before.cover_image_id}),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(event)
+}
+
+/// Applies a life-cycle action and publishes its event.
+pub async fn transition(
+    db: &Database,
+    tenant: TenantId,
+    user: UserId,
+    id: Uuid,
+    action: Action,
+    now: DateTime<Utc>,
+) -> Result<Event> {
+    let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
+    let event = lock(&tx, id).await?;
+    let next = event.status.apply(action, event.starts_at, now)?;
+    let row = tx
+        .query_one(
+            &format!(
+                "UPDATE event_service.events SET status = $2, updated_at = $3,
+                    published_at = CASE WHEN $2 = 'PUBLISHED' THEN COALESCE(published_at, $3) ELSE published_at END
+                 WHERE id = $1 RETURNING {COLUMNS}"
+            ),
+            &[&id, &next.as_str(), &now],
+        )
+        .await?;
+    let event = from_row(&row);
+    let kind = match action {
+        Action::Publish => Some("event.published"),
+        Action::Cancel => Some("event.cancelled"),
+        Action::Complete => Some("event.completed"),
+        Action::Unpublish => Some("event.unpublished"),
+    };
+    if let Some(kind) = kind {
+        publish(&tx, kind, Some(tenant), Some(user), payload(&event)).await?;
+    }
+    tx.commit().await?;
+    Ok(event)
+}
+
+/// Soft-deletes an event of the tenant. A published event must be cancelled first, so its
+/// participants are told.
+pub async fn delete(
+    db: &Database,
+    tenant: TenantId,
+    user: UserId,
+    id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
+    let event = lock(&tx, id).await?;
+    if event.status == EventStatus::Published {
+        return Err(Refusal::with(
+            ErrorCode::BusinessRule,
+            "Опубликованное событие сначала нужно отменить",
+            "A published event must be cancelled before it is deleted",
+        )
+        .into());
+    }
+    tx.execute(
+        "UPDATE event_service.events SET deleted_at = $2, updated_at = $2 WHERE id = $1",
+        &[&id, &now],
+    )
+    .await?;
+    publish(
+        &tx,
+        "event.deleted",
+        Some(tenant),
+        Some(user),
+        json!({"eventId": id, "coverImageId": event.cover_image_id}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Completes every published event whose end (or start, without an end) has passed.
+/// Returns how many were completed.
+pub async fn complete_ended(db: &Database, now: DateTime<Utc>) -> Result<usize> {
+    let tx = db.begin(Scope::system()).await?;
+    let rows = tx
+        .query(
+            &format!(
+                "UPDATE event_service.events SET status = 'COMPLETED', updated_at = $1
+                 WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND COALESCE(ends_at, starts_at) < $1
+                 RETURNING {COLUMNS}"
+            ),
+            &[&now],
+        )
+        .await?;
+    for row in &rows {
+        let event = from_row(row);
+        publish(
+            &tx,
+            "event.completed",
+            Some(event.tenant_id),
+            None,
+            payload(&event),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(rows.len())
+}

@@ -1,0 +1,27 @@
+//! Storage of the event service (schema event_service): events, ticket types, and the
+//! projections it keeps from other services' events. Tenant isolation is the database's:
+//! every query runs in a scoped transaction under row level security.
+
+pub mod consumers;
+pub mod events;
+pub mod ticket_types;
+
+use crate::db::{DbError, Schema, Tx};
+use domain::envelope::Envelope;
+use domain::ids::{TenantId, UserId};
+
+/// Writes an event-service event into the outbox of `tx`.
+pub(crate) async fn publish(
+    tx: &Tx,
+    event_type: &str,
+    tenant: Option<TenantId>,
+    actor: Option<UserId>,
+    data: serde_json::Value,
+) -> Result<(), DbError> {
+    crate::outbox::enqueue(
+        tx,
+        Schema::EventService,
+        &Envelope::new(event_type, tenant, actor, data),
+    )
+    .await
+}
