@@ -208,7 +208,7 @@ async fn complete_ended_events(state: AppState, mut stop: watch::Receiver<bool>)
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
-        match storage::events::events::complete_ended(&state.db, state.clock.now()).await {
+        match storage::events::catalog::complete_ended(&state.db, state.clock.now()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(completed = n, "ended events completed"),
             Err(e) => tracing::warn!(error = %e, "auto-completion failed"),

@@ -3,6 +3,7 @@
 
 mod cli;
 mod conventions;
+mod events;
 mod faults;
 mod gateway;
 mod identity;

@@ -109,14 +109,17 @@ pub struct TicketNumbers {
     pub sales_end: Option<DateTime<Utc>>,
 }
 
+/// Highest price accepted: 100 million units of any currency.
+const MAX_PRICE_CENTS: i64 = 10_000_000_000;
+
 /// Checks the numbers of a ticket type.
 pub fn check_ticket_numbers(errors: &mut FieldErrors, n: &TicketNumbers) {
-    if !(0..=100_000_000_00).contains(&n.price_cents) {
+    if !(0..=MAX_PRICE_CENTS).contains(&n.price_cents) {
         errors.add(
             "priceCents",
             FieldError::OutOfRange {
                 min: 0,
-                max: 100_000_000_00,
+                max: MAX_PRICE_CENTS,
             },
         );
     }

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use domain::events::lifecycle::{EventStatus, ParticipantsVisibility};
 use domain::events::validation::LocationType;
 use serde::{Deserialize, Deserializer, Serialize};
-use storage::events::events::Event;
+use storage::events::catalog::Event;
 use storage::events::ticket_types::TicketType;
 use utoipa::ToSchema;
 use uuid::Uuid;

@@ -1,7 +1,7 @@
 //! The event service over HTTP (port 8082): events, their life cycle and ticket types.
 
+pub mod catalog;
 pub mod dto;
-pub mod events;
 pub mod ticket_types;
 
 use crate::context::Caller;
@@ -17,15 +17,17 @@ use utoipa::OpenApi;
 /// The routes of the event service.
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/events", get(events::list).post(events::create))
+        .route("/api/v1/events", get(catalog::list).post(catalog::create))
         .route(
             "/api/v1/events/{id}",
-            get(events::get).put(events::update).delete(events::delete),
+            get(catalog::get)
+                .put(catalog::update)
+                .delete(catalog::delete),
         )
-        .route("/api/v1/events/{id}/publish", post(events::publish))
-        .route("/api/v1/events/{id}/unpublish", post(events::unpublish))
-        .route("/api/v1/events/{id}/cancel", post(events::cancel))
-        .route("/api/v1/events/{id}/complete", post(events::complete))
+        .route("/api/v1/events/{id}/publish", post(catalog::publish))
+        .route("/api/v1/events/{id}/unpublish", post(catalog::unpublish))
+        .route("/api/v1/events/{id}/cancel", post(catalog::cancel))
+        .route("/api/v1/events/{id}/complete", post(catalog::complete))
         .route(
             "/api/v1/events/{id}/ticket-types",
             get(ticket_types::list).post(ticket_types::create),
@@ -39,8 +41,8 @@ pub fn routes() -> Router<AppState> {
 #[derive(OpenApi)]
 #[openapi(
     paths(
-        events::list, events::create, events::get, events::update, events::delete, events::publish,
-        events::unpublish, events::cancel, events::complete,
+        catalog::list, catalog::create, catalog::get, catalog::update, catalog::delete, catalog::publish,
+        catalog::unpublish, catalog::cancel, catalog::complete,
         ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
     ),
     tags((name = "events", description = "Events and ticket types"))

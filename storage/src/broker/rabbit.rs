@@ -288,15 +288,20 @@ impl Broker for RabbitBroker {
     }
 
     async fn subscribe(&self, subscription: Subscription) -> Result<(), BrokerError> {
-        // Declare once up front so a misconfiguration shows at start-up, not in a loop.
-        let (connection, channel) = self
-            .open()
-            .await
-            .map_err(|e| BrokerError::Unavailable(e.to_string()))?;
-        self.declare_consumer(&channel, &subscription)
-            .await
-            .map_err(|e| BrokerError::Unavailable(e.to_string()))?;
-        let _ = connection.close(200, "declared".into()).await;
+        // Declare once up front so the queue exists before the first publish. A broker that
+        // is down at start-up is not fatal: the consuming loop declares and retries until it
+        // is back, and readiness reports it meanwhile.
+        match self.open().await {
+            Ok((connection, channel)) => {
+                if let Err(e) = self.declare_consumer(&channel, &subscription).await {
+                    tracing::warn!(consumer = %subscription.consumer, error = %e, "queue declaration failed; will retry");
+                }
+                let _ = connection.close(200, "declared".into()).await;
+            }
+            Err(e) => {
+                tracing::warn!(consumer = %subscription.consumer, error = %e, "RabbitMQ unreachable; consumer will retry")
+            }
+        }
         let broker = self.clone();
         tokio::spawn(async move {
             let mut failures = 0u32;

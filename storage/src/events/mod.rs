@@ -2,8 +2,8 @@
 //! projections it keeps from other services' events. Tenant isolation is the database's:
 //! every query runs in a scoped transaction under row level security.
 
+pub mod catalog;
 pub mod consumers;
-pub mod events;
 pub mod ticket_types;
 
 use crate::db::{DbError, Schema, Tx};

@@ -15,7 +15,7 @@ use domain::events::{slug, validation};
 use domain::paging::Page;
 use domain::validation::{FieldError, FieldErrors};
 use serde::Deserialize;
-use storage::events::events::{self, EventChange, EventFilter, NewEvent};
+use storage::events::catalog::{self as events, EventChange, EventFilter, NewEvent};
 use uuid::Uuid;
 
 /// Filters of the event list.
