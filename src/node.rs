@@ -1,6 +1,7 @@
 //! Starts what this node runs: migrations, the pool, the broker, the outbox relay, and one
 //! listener per service (the gateway included) as cluster.toml describes.
 
+use actors::ticketing::{ReservationTimer, Ticketing};
 use anyhow::Context;
 use domain::clock::{Clock, SystemClock};
 use domain::config::{Config, Service};
@@ -87,9 +88,10 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         broker: broker.clone(),
         config: config.clone(),
         metrics: Metrics::new(),
-        clock,
+        clock: clock.clone(),
         mailer,
         tokens: Arc::new(Tokens::new(&secret)),
+        ticketing: Arc::new(Ticketing::new(db.clone(), clock.clone())),
     };
 
     let schemas: Vec<Schema> = node_config
@@ -133,6 +135,8 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             state.clone(),
             shutdown_rx.clone(),
         )));
+        let timer = ReservationTimer::new(state.db.clone(), state.clock.clone());
+        servers.push(tokio::spawn(timer.run(shutdown_rx.clone())));
     }
     let mut addrs = BTreeMap::new();
     for service in &node_config.services {

@@ -1,3 +1,5 @@
-//! Ticketing actors: one actor per ticket type serializing its seat changes with group
-//! commit, an event actor owning event timers, and the media variant workers. The ticketing
-//! core arrives with the registrations step; this crate fixes its place in the workspace.
+//! Actors in front of the database: one actor per ticket type serializes its seat requests and
+//! commits whatever is waiting in its mailbox in one transaction (group commit); a timer
+//! actor expires reservations from the deadlines stored in the database.
+
+pub mod ticketing;

@@ -29,6 +29,8 @@ pub enum ErrorCode {
     Conflict,
     /// A business rule refuses the change.
     BusinessRule,
+    /// No seat of the ticket type is left.
+    SoldOut,
     /// The idempotency key was already used with a different request.
     IdempotencyKeyReused,
     /// A request with the same idempotency key is still being processed.
@@ -56,6 +58,7 @@ impl ErrorCode {
             Self::MethodNotAllowed => "method_not_allowed",
             Self::Conflict => "conflict",
             Self::BusinessRule => "business_rule_violation",
+            Self::SoldOut => "sold_out",
             Self::IdempotencyKeyReused => "idempotency_key_reused",
             Self::IdempotencyInProgress => "idempotency_in_progress",
             Self::RateLimitExceeded => "rate_limit_exceeded",

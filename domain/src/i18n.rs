@@ -68,6 +68,8 @@ pub fn error_message(code: ErrorCode, lang: Lang) -> &'static str {
         (MethodNotAllowed, Lang::En) => "Method not allowed",
         (Conflict, Lang::Ru) => "Конфликт: значение уже занято",
         (Conflict, Lang::En) => "Conflict: the value is already taken",
+        (SoldOut, Lang::Ru) => "Билеты этого типа закончились",
+        (SoldOut, Lang::En) => "This ticket type is sold out",
         (BusinessRule, Lang::Ru) => "Операция нарушает бизнес-правило",
         (BusinessRule, Lang::En) => "The operation violates a business rule",
         (IdempotencyKeyReused, Lang::Ru) => {
@@ -178,6 +180,7 @@ mod tests {
             MethodNotAllowed,
             Conflict,
             BusinessRule,
+            SoldOut,
             IdempotencyKeyReused,
             IdempotencyInProgress,
             RateLimitExceeded,

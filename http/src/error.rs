@@ -137,7 +137,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         NotFound => StatusCode::NOT_FOUND,
         MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         Conflict | IdempotencyInProgress => StatusCode::CONFLICT,
-        BusinessRule | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+        BusinessRule | SoldOut | IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
         RateLimitExceeded => StatusCode::TOO_MANY_REQUESTS,
         ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         Internal => StatusCode::INTERNAL_SERVER_ERROR,

@@ -15,11 +15,18 @@ use domain::config::Service;
 use std::time::Duration;
 
 /// The API routes of a service (without health and metrics).
-pub fn api_routes(service: Service, _state: &AppState) -> Router<AppState> {
+pub fn api_routes(service: Service, state: &AppState) -> Router<AppState> {
     // Each service step adds its routes here.
     match service {
         Service::Identity => crate::identity::routes(),
-        Service::Events => crate::events::routes(),
+        Service::Events => crate::events::routes().layer(axum::middleware::from_fn_with_state(
+            crate::idempotency::Idempotency {
+                db: state.db.clone(),
+                schema: storage::Schema::EventService,
+                body_limit: state.config.http.json_body_limit,
+            },
+            crate::idempotency::layer,
+        )),
         Service::Gateway | Service::Notifications | Service::Media | Service::Analytics => {
             Router::new()
         }

@@ -27,4 +27,6 @@ pub struct AppState {
     pub mailer: Mailer,
     /// Access token keys.
     pub tokens: Arc<Tokens>,
+    /// The ticket-type actors of this process.
+    pub ticketing: Arc<actors::ticketing::Ticketing>,
 }

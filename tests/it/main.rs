@@ -11,3 +11,4 @@ mod node;
 mod outbox;
 mod support;
 mod tenancy;
+mod ticketing;

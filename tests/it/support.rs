@@ -30,6 +30,7 @@ pub struct TestDb {
 
 impl TestDb {
     pub async fn new() -> TestDb {
+        bilet::logging::init(&std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()));
         let name = format!("bilet_test_{}", uuid::Uuid::new_v4().simple());
         let pg: tokio_postgres::Config = admin_url().parse().unwrap();
         let (client, conn) = pg.connect(NoTls).await.expect("test PostgreSQL reachable");

@@ -204,5 +204,5 @@ async fn migrations_are_idempotent() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(applied, 3);
+    assert_eq!(applied, 4);
 }

@@ -2,5 +2,6 @@
 //! ticket type are.
 
 pub mod lifecycle;
+pub mod registrations;
 pub mod slug;
 pub mod validation;

@@ -263,3 +263,120 @@ impl From<TicketType> for TicketTypeDto {
         }
     }
 }
+
+/// A request for a seat.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateRegistrationRequest {
+    /// The ticket type.
+    pub ticket_type_id: Uuid,
+    /// Contact email.
+    pub email: Option<String>,
+    /// First name.
+    #[serde(default)]
+    pub first_name: String,
+    /// Last name.
+    #[serde(default)]
+    pub last_name: String,
+    /// Answers to the organizer's questions.
+    #[schema(value_type = Option<Object>)]
+    pub custom_fields: Option<serde_json::Value>,
+}
+
+/// A registration. Participants looking at an OPEN event's list see names and ticket types
+/// only.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistrationDto {
+    /// Id.
+    pub id: Uuid,
+    /// Event.
+    pub event_id: Uuid,
+    /// Ticket type.
+    pub ticket_type_id: Uuid,
+    /// Participant.
+    pub user_id: Uuid,
+    /// First name.
+    pub first_name: String,
+    /// Last name.
+    pub last_name: String,
+    /// Status.
+    pub status: domain::events::registrations::RegistrationStatus,
+    /// Email.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// Code for the door.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation_code: Option<String>,
+    /// Answers to the organizer's questions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub custom_fields: Option<serde_json::Value>,
+    /// Price.
+    pub price_cents: i64,
+    /// Currency.
+    pub currency: String,
+    /// When a reservation runs out.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When it was cancelled.
+    pub cancelled_at: Option<DateTime<Utc>>,
+    /// Why.
+    pub cancellation_reason: Option<String>,
+    /// Creation.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl RegistrationDto {
+    /// Everything, for the participant and organizers.
+    pub fn full(r: storage::events::registrations::Registration) -> Self {
+        RegistrationDto {
+            id: r.id,
+            event_id: r.event_id,
+            ticket_type_id: r.ticket_type_id,
+            user_id: r.user_id.as_uuid(),
+            first_name: r.first_name,
+            last_name: r.last_name,
+            status: r.status,
+            email: r.email,
+            confirmation_code: Some(r.confirmation_code),
+            custom_fields: Some(r.custom_fields),
+            price_cents: r.price_cents,
+            currency: r.currency,
+            expires_at: r.expires_at,
+            cancelled_at: r.cancelled_at,
+            cancellation_reason: r.cancellation_reason,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+
+    /// What other participants of an OPEN event may see.
+    pub fn public(r: storage::events::registrations::Registration) -> Self {
+        RegistrationDto {
+            email: None,
+            confirmation_code: None,
+            custom_fields: None,
+            ..Self::full(r)
+        }
+    }
+}
+
+/// A check-in by registration id.
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CheckInRequest {
+    /// QR_CODE (default) or MANUAL.
+    pub method: Option<domain::events::registrations::CheckInMethod>,
+}
+
+/// A check-in by the code the participant shows.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CodeCheckInRequest {
+    /// The 8-character confirmation code.
+    pub confirmation_code: String,
+    /// MANUAL (default) or QR_CODE.
+    pub method: Option<domain::events::registrations::CheckInMethod>,
+}

@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod dto;
+pub mod registrations;
 pub mod ticket_types;
 
 use crate::context::Caller;
@@ -36,6 +37,22 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/events/{id}/ticket-types/{type_id}",
             put(ticket_types::update).delete(ticket_types::delete),
         )
+        .route(
+            "/api/v1/events/{id}/registrations",
+            get(registrations::list).post(registrations::create),
+        )
+        .route(
+            "/api/v1/events/{id}/check-in",
+            post(registrations::check_in_by_code),
+        )
+        .route(
+            "/api/v1/registrations/{id}",
+            get(registrations::get).delete(registrations::cancel),
+        )
+        .route(
+            "/api/v1/registrations/{id}/check-in",
+            post(registrations::check_in),
+        )
 }
 
 #[derive(OpenApi)]
@@ -44,8 +61,13 @@ pub fn routes() -> Router<AppState> {
         catalog::list, catalog::create, catalog::get, catalog::update, catalog::delete, catalog::publish,
         catalog::unpublish, catalog::cancel, catalog::complete,
         ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
+        registrations::create, registrations::list, registrations::get, registrations::cancel,
+        registrations::check_in, registrations::check_in_by_code,
     ),
-    tags((name = "events", description = "Events and ticket types"))
+    tags(
+        (name = "events", description = "Events and ticket types"),
+        (name = "registrations", description = "Registrations and check-in"),
+    )
 )]
 struct EventsApi;
 

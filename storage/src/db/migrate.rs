@@ -138,6 +138,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                     "../../../migrations/event_service/V3__events_visibility_ticket_types.sql"
                 ),
             ),
+            (
+                "V4__registrations",
+                include_str!("../../../migrations/event_service/V4__registrations.sql"),
+            ),
         ],
         Schema::NotificationService | Schema::MediaService | Schema::AnalyticsService => &[],
     };

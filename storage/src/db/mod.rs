@@ -23,7 +23,7 @@ pub enum DbError {
     #[error("no database connection: {0}")]
     Pool(#[from] deadpool_postgres::PoolError),
     /// A statement failed.
-    #[error("database error: {0}")]
+    #[error("database error: {}", describe(.0))]
     Query(#[from] tokio_postgres::Error),
     /// A migration failed.
     #[error("migration of schema {schema} failed: {reason}")]
@@ -33,6 +33,15 @@ pub enum DbError {
         /// What went wrong.
         reason: String,
     },
+}
+
+/// The server's message and SQLSTATE when there is one; tokio-postgres's own text says only
+/// "db error".
+fn describe(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => error.to_string(),
+    }
 }
 
 impl DbError {

@@ -1,9 +1,11 @@
 //! What the event service takes from other services' events: the groups behind private
-//! events (group.created, group.member.added, group.deleted) and the archiving of a deleted
-//! organization's events (organization.deleted). Each event is applied once.
+//! events (group.created, group.member.added, group.deleted), the archiving of a deleted
+//! organization's events (organization.deleted), and payments (payment.completed confirms,
+//! payment.failed and payment.refunded cancel). Each event is applied once.
 
 use crate::broker::{Handler, HandlerError};
 use crate::db::{Database, Schema, Scope};
+use crate::events::registrations::{self, Payment};
 use crate::inbox;
 use async_trait::async_trait;
 use domain::envelope::Envelope;
@@ -18,6 +20,9 @@ pub const PATTERNS: &[&str] = &[
     "group.member.added",
     "group.deleted",
     "organization.deleted",
+    "payment.completed",
+    "payment.failed",
+    "payment.refunded",
 ];
 
 /// Applies identity events to the event service's projections.
@@ -42,6 +47,27 @@ fn uuid_of(event: &Envelope, field: &str) -> Result<Uuid, HandlerError> {
 #[async_trait]
 impl Handler for Projections {
     async fn handle(&self, event: &Envelope) -> Result<(), HandlerError> {
+        if let Some(payment) = match event.event_type.as_str() {
+            "payment.completed" => Some(Payment::Completed),
+            "payment.failed" => Some(Payment::Failed),
+            "payment.refunded" => Some(Payment::Refunded),
+            _ => None,
+        } {
+            // A payment names a registration; which tenant it belongs to is the registration's.
+            let tx = self.db.begin(Scope::system()).await?;
+            if !inbox::claim(&tx, Schema::EventService, CONSUMER, event.id).await? {
+                return Ok(());
+            }
+            let registration = uuid_of(event, "registrationId")?;
+            if registrations::apply_payment(&tx, registration, payment, event.occurred_at)
+                .await?
+                .is_none()
+            {
+                tracing::warn!(%registration, kind = %event.event_type, "payment event changed nothing");
+            }
+            tx.commit().await?;
+            return Ok(());
+        }
         let tenant = match event.tenant_id {
             Some(t) => t,
             None => uuid_of(event, "organizationId")?.into(),

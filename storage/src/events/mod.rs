@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod consumers;
+pub mod registrations;
 pub mod ticket_types;
 
 use crate::db::{DbError, Schema, Tx};

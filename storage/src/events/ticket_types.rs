@@ -263,3 +263,19 @@ pub async fn delete(
     tx.commit().await?;
     Ok(kept)
 }
+
+/// One ticket type of an event, if the scope may see it.
+pub async fn get(db: &Database, scope: Scope, event: Uuid, id: Uuid) -> Result<TicketType> {
+    let tx = db.begin(scope).await?;
+    let row = tx
+        .query_opt(
+            &format!(
+                "SELECT {COLUMNS} FROM event_service.ticket_types WHERE id = $1 AND event_id = $2"
+            ),
+            &[&id, &event],
+        )
+        .await?
+        .ok_or_else(Refusal::not_found)?;
+    tx.commit().await?;
+    Ok(from_row(&row))
+}

@@ -52,3 +52,34 @@ pub async fn backlog(db: &crate::Database, schema: Schema) -> Result<i64, DbErro
         .await?;
     Ok(row.get(0))
 }
+
+/// Writes many events in one statement, as part of `tx` (used by group commits).
+pub async fn enqueue_many(tx: &Tx, schema: Schema, events: &[Envelope]) -> Result<(), DbError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let s = schema.name();
+    let ids: Vec<uuid::Uuid> = events.iter().map(|e| e.id.as_uuid()).collect();
+    let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    let tenants: Vec<Option<uuid::Uuid>> = events
+        .iter()
+        .map(|e| e.tenant_id.map(|t| t.as_uuid()))
+        .collect();
+    let actors: Vec<Option<uuid::Uuid>> = events
+        .iter()
+        .map(|e| e.actor_id.map(|u| u.as_uuid()))
+        .collect();
+    let times: Vec<chrono::DateTime<chrono::Utc>> = events.iter().map(|e| e.occurred_at).collect();
+    let data: Vec<&serde_json::Value> = events.iter().map(|e| &e.data).collect();
+    tx.execute(
+        &format!(
+            "INSERT INTO {s}.outbox (id, event_type, tenant_id, actor_id, occurred_at, data)
+             SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::timestamptz[], $6::jsonb[])"
+        ),
+        &[&ids, &types, &tenants, &actors, &times, &data],
+    )
+    .await?;
+    tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &s])
+        .await?;
+    Ok(())
+}

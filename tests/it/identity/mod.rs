@@ -103,6 +103,11 @@ impl Ctx {
         }
     }
 
+    /// The node's broker, to publish events other services would.
+    pub fn broker(&self) -> std::sync::Arc<dyn storage::broker::Broker> {
+        self._node.state.broker.clone()
+    }
+
     fn request(
         &self,
         method: reqwest::Method,

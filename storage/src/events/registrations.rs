@@ -1,0 +1,671 @@
+//! Registrations and their seats. Creation is a group commit: a batch of requests for one
+//! ticket type is judged against one locked ticket-type row and written in one transaction.
+//! Every other seat change (cancel, payment, expiry, check-in) locks the same row, so seats
+//! are counted exactly; the CHECK on ticket_types and the unique active registration per
+//! user and event stay the final judges.
+
+use super::publish;
+use crate::db::{Database, DbError, Scope, Tx, page};
+use crate::error::Result;
+use chrono::{DateTime, Duration, Utc};
+use domain::envelope::Envelope;
+use domain::error::{ErrorCode, Refusal};
+use domain::events::registrations::{CheckInMethod, RegistrationStatus, Seat, confirmation_code};
+use domain::ids::{TenantId, UserId};
+use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
+use serde_json::json;
+use std::collections::HashSet;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+/// Sortable fields of the registration list.
+pub const SORT: SortWhitelist = SortWhitelist {
+    fields: &[
+        SortField {
+            api: "createdAt",
+            column: "r.created_at",
+        },
+        SortField {
+            api: "status",
+            column: "r.status",
+        },
+        SortField {
+            api: "lastName",
+            column: "r.last_name",
+        },
+    ],
+    default: ("createdAt", SortDir::Asc),
+};
+
+/// A registration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Registration {
+    /// Id.
+    pub id: Uuid,
+    /// Organization.
+    pub tenant_id: TenantId,
+    /// Event.
+    pub event_id: Uuid,
+    /// Ticket type.
+    pub ticket_type_id: Uuid,
+    /// Participant.
+    pub user_id: UserId,
+    /// Email.
+    pub email: Option<String>,
+    /// First name.
+    pub first_name: String,
+    /// Last name.
+    pub last_name: String,
+    /// Code for the door.
+    pub confirmation_code: String,
+    /// Status.
+    pub status: RegistrationStatus,
+    /// Answers to the organizer's questions.
+    pub custom_fields: serde_json::Value,
+    /// Price at registration.
+    pub price_cents: i64,
+    /// Currency.
+    pub currency: String,
+    /// When a reservation runs out.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When it was cancelled.
+    pub cancelled_at: Option<DateTime<Utc>>,
+    /// Why.
+    pub cancellation_reason: Option<String>,
+    /// Creation.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "r.id, r.tenant_id, r.event_id, r.ticket_type_id, r.user_id, r.email, r.first_name, r.last_name,
+    r.confirmation_code, r.status, r.custom_fields, r.price_cents, r.currency, r.expires_at, r.cancelled_at,
+    r.cancellation_reason, r.created_at, r.updated_at";
+
+fn from_row(row: &Row) -> Registration {
+    let status: String = row.get(9);
+    Registration {
+        id: row.get(0),
+        tenant_id: TenantId(row.get(1)),
+        event_id: row.get(2),
+        ticket_type_id: row.get(3),
+        user_id: UserId(row.get(4)),
+        email: row.get(5),
+        first_name: row.get(6),
+        last_name: row.get(7),
+        confirmation_code: row.get(8),
+        status: status.parse().unwrap_or(RegistrationStatus::Cancelled),
+        custom_fields: row.get(10),
+        price_cents: row.get(11),
+        currency: row.get(12),
+        expires_at: row.get(13),
+        cancelled_at: row.get(14),
+        cancellation_reason: row.get(15),
+        created_at: row.get(16),
+        updated_at: row.get(17),
+    }
+}
+
+/// What consumers need about a registration.
+pub fn payload(r: &Registration, event: &serde_json::Value) -> serde_json::Value {
+    json!({
+        "registrationId": r.id,
+        "eventId": r.event_id,
+        "ticketTypeId": r.ticket_type_id,
+        "userId": r.user_id,
+        "email": r.email,
+        "firstName": r.first_name,
+        "lastName": r.last_name,
+        "confirmationCode": r.confirmation_code,
+        "status": r.status,
+        "priceCents": r.price_cents,
+        "currency": r.currency,
+        "expiresAt": r.expires_at,
+        "cancellationReason": r.cancellation_reason,
+        "event": event,
+    })
+}
+
+/// One person asking for a seat.
+#[derive(Clone, Debug)]
+pub struct SeatRequest {
+    /// Who.
+    pub user: UserId,
+    /// Email.
+    pub email: Option<String>,
+    /// First name.
+    pub first_name: String,
+    /// Last name.
+    pub last_name: String,
+    /// Answers to the organizer's questions.
+    pub custom_fields: serde_json::Value,
+}
+
+/// The answer to one seat request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SeatOutcome {
+    /// Registered.
+    Created(Box<Registration>),
+    /// No seat left.
+    SoldOut,
+    /// The user already has an active registration for the event.
+    AlreadyRegistered,
+    /// The ticket type is not on sale.
+    NotOnSale,
+}
+
+/// What a batch needs to know about its event, for the events it publishes.
+async fn event_summary(tx: &Tx, event: Uuid) -> Result<serde_json::Value> {
+    let row = tx
+        .query_opt(
+            "SELECT title, starts_at, ends_at, timezone, location_address, location_url, slug
+             FROM event_service.events WHERE id = $1",
+            &[&event],
+        )
+        .await?
+        .ok_or_else(Refusal::not_found)?;
+    Ok(json!({
+        "eventId": event,
+        "title": row.get::<_, String>(0),
+        "startsAt": row.get::<_, DateTime<Utc>>(1),
+        "endsAt": row.get::<_, Option<DateTime<Utc>>>(2),
+        "timezone": row.get::<_, String>(3),
+        "locationAddress": row.get::<_, Option<String>>(4),
+        "locationUrl": row.get::<_, Option<String>>(5),
+        "slug": row.get::<_, String>(6),
+    }))
+}
+
+/// Judges and writes a batch of seat requests for one ticket type in one transaction.
+pub async fn commit_batch(
+    db: &Database,
+    tenant: TenantId,
+    ticket_type: Uuid,
+    requests: &[SeatRequest],
+    now: DateTime<Utc>,
+) -> Result<Vec<SeatOutcome>> {
+    let tx = db.begin(Scope::tenant(tenant, None)).await?;
+    let row = tx
+        .query_opt(
+            "SELECT event_id, quantity, sold_count, reserved_count, price_cents, currency, reservation_minutes, is_active
+             FROM event_service.ticket_types WHERE id = $1 FOR UPDATE",
+            &[&ticket_type],
+        )
+        .await?
+        .ok_or_else(Refusal::not_found)?;
+    let event: Uuid = row.get(0);
+    let (quantity, sold, reserved): (i32, i32, i32) = (row.get(1), row.get(2), row.get(3));
+    let price: i64 = row.get(4);
+    let currency: String = row.get(5);
+    let minutes: Option<i32> = row.get(6);
+    if !row.get::<_, bool>(7) {
+        return Ok(vec![SeatOutcome::NotOnSale; requests.len()]);
+    }
+    let users: Vec<Uuid> = requests.iter().map(|r| r.user.as_uuid()).collect();
+    let mut taken: HashSet<Uuid> = tx
+        .query(
+            "SELECT user_id FROM event_service.registrations
+             WHERE event_id = $1 AND user_id = ANY($2) AND status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')",
+            &[&event, &users],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let status = RegistrationStatus::initial(price, minutes);
+    let expires_at = match status {
+        RegistrationStatus::Reserved => minutes.map(|m| now + Duration::minutes(m.into())),
+        _ => None,
+    };
+    let mut free = (quantity - sold - reserved).max(0);
+    let mut outcomes = Vec::with_capacity(requests.len());
+    let mut chosen: Vec<(usize, Uuid, String)> = Vec::new();
+    for (i, request) in requests.iter().enumerate() {
+        if !taken.insert(request.user.as_uuid()) {
+            outcomes.push(SeatOutcome::AlreadyRegistered);
+        } else if free == 0 {
+            outcomes.push(SeatOutcome::SoldOut);
+        } else {
+            free -= 1;
+            chosen.push((i, Uuid::now_v7(), confirmation_code(rand::random())));
+            outcomes.push(SeatOutcome::SoldOut);
+        }
+    }
+    if !chosen.is_empty() {
+        let ids: Vec<Uuid> = chosen.iter().map(|c| c.1).collect();
+        let codes: Vec<&str> = chosen.iter().map(|c| c.2.as_str()).collect();
+        let users: Vec<Uuid> = chosen
+            .iter()
+            .map(|c| requests[c.0].user.as_uuid())
+            .collect();
+        let emails: Vec<Option<&str>> = chosen
+            .iter()
+            .map(|c| requests[c.0].email.as_deref())
+            .collect();
+        let firsts: Vec<&str> = chosen
+            .iter()
+            .map(|c| requests[c.0].first_name.as_str())
+            .collect();
+        let lasts: Vec<&str> = chosen
+            .iter()
+            .map(|c| requests[c.0].last_name.as_str())
+            .collect();
+        let fields: Vec<&serde_json::Value> = chosen
+            .iter()
+            .map(|c| &requests[c.0].custom_fields)
+            .collect();
+        let rows = tx
+            .query(
+                &format!(
+                    "WITH r AS (
+                        INSERT INTO event_service.registrations (id, tenant_id, event_id, ticket_type_id, user_id, email,
+                            first_name, last_name, confirmation_code, status, custom_fields, price_cents, currency,
+                            expires_at, created_at, updated_at)
+                        SELECT u.id, $1, $2, $3, u.user_id, u.email, u.first_name, u.last_name, u.code, $4, u.fields,
+                               $5, $6, $7, $8, $8
+                        FROM UNNEST($9::uuid[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[])
+                             AS u(id, user_id, email, first_name, last_name, code, fields)
+                        RETURNING *
+                     ) SELECT {COLUMNS} FROM r"
+                ),
+                &[
+                    &tenant.as_uuid(),
+                    &event,
+                    &ticket_type,
+                    &status.as_str(),
+                    &price,
+                    &currency,
+                    &expires_at,
+                    &now,
+                    &ids,
+                    &users,
+                    &emails,
+                    &firsts,
+                    &lasts,
+                    &codes,
+                    &fields,
+                ],
+            )
+            .await?;
+        let (sold_add, reserved_add) = match status.seat() {
+            Seat::Sold => (chosen.len() as i32, 0),
+            _ => (0, chosen.len() as i32),
+        };
+        tx.execute(
+            "UPDATE event_service.ticket_types SET sold_count = sold_count + $2, reserved_count = reserved_count + $3
+             WHERE id = $1",
+            &[&ticket_type, &sold_add, &reserved_add],
+        )
+        .await?;
+        let summary = event_summary(&tx, event).await?;
+        let mut events = Vec::with_capacity(rows.len());
+        for (row, (i, _, _)) in rows.iter().zip(chosen.iter()) {
+            let registration = from_row(row);
+            events.push(Envelope::new(
+                "registration.created",
+                Some(tenant),
+                Some(registration.user_id),
+                payload(&registration, &summary),
+            ));
+            outcomes[*i] = SeatOutcome::Created(Box::new(registration));
+        }
+        crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events).await?;
+    }
+    tx.commit().await?;
+    Ok(outcomes)
+}
+
+/// Whether a failed batch should be retried one request at a time (a conflict with a
+/// concurrent writer elsewhere, or a confirmation-code collision).
+pub fn is_conflict(error: &crate::Error) -> bool {
+    matches!(error, crate::Error::Db(e) if e.is_unique_violation())
+}
+
+/// A registration the scope may see (the participant's own, or the organizer's tenant's).
+pub async fn get(db: &Database, scope: Scope, id: Uuid) -> Result<Registration> {
+    let tx = db.begin(scope).await?;
+    let row = tx
+        .query_opt(
+            &format!("SELECT {COLUMNS} FROM event_service.registrations r WHERE r.id = $1"),
+            &[&id],
+        )
+        .await?
+        .ok_or_else(Refusal::not_found)?;
+    tx.commit().await?;
+    Ok(from_row(&row))
+}
+
+/// Filters of the registration list.
+#[derive(Clone, Debug, Default)]
+pub struct RegistrationFilter {
+    /// Only this status.
+    pub status: Option<RegistrationStatus>,
+    /// Only this ticket type.
+    pub ticket_type_id: Option<Uuid>,
+}
+
+/// Registrations of an event the scope may see, filtered and paged.
+pub async fn list(
+    db: &Database,
+    scope: Scope,
+    event: Uuid,
+    filter: &RegistrationFilter,
+    request: &PageRequest,
+) -> Result<Page<Registration>> {
+    let tx = db.begin(scope).await?;
+    let status = filter.status.map(|s| s.as_str());
+    let found = page::fetch(
+        &tx,
+        COLUMNS,
+        "FROM event_service.registrations r WHERE r.event_id = $1
+           AND ($2::text IS NULL OR r.status = $2) AND ($3::uuid IS NULL OR r.ticket_type_id = $3)",
+        &[&event, &status, &filter.ticket_type_id],
+        request,
+        "r.id",
+        from_row,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(found)
+}
+
+/// Locks a registration and its ticket type (always in that order of tables: ticket type
+/// first, as creation does, so concurrent changes cannot deadlock).
+async fn lock(tx: &Tx, id: Uuid) -> Result<Registration> {
+    let type_id: Uuid = tx
+        .query_opt(
+            "SELECT ticket_type_id FROM event_service.registrations WHERE id = $1",
+            &[&id],
+        )
+        .await?
+        .ok_or_else(Refusal::not_found)?
+        .get(0);
+    tx.execute(
+        "SELECT 1 FROM event_service.ticket_types WHERE id = $1 FOR UPDATE",
+        &[&type_id],
+    )
+    .await?;
+    let row = tx
+        .query_one(
+            &format!(
+                "SELECT {COLUMNS} FROM event_service.registrations r WHERE r.id = $1 FOR UPDATE"
+            ),
+            &[&id],
+        )
+        .await?;
+    Ok(from_row(&row))
+}
+
+/// Moves a registration to `next`, adjusting its ticket type's seats, inside `tx`.
+async fn move_to(
+    tx: &Tx,
+    r: &Registration,
+    next: RegistrationStatus,
+    reason: Option<&str>,
+    now: DateTime<Utc>,
+) -> std::result::Result<Registration, DbError> {
+    let delta = |seat: Seat| match seat {
+        Seat::Sold => (1, 0),
+        Seat::Reserved => (0, 1),
+        Seat::None => (0, 0),
+    };
+    let (sold_before, reserved_before) = delta(r.status.seat());
+    let (sold_after, reserved_after) = delta(next.seat());
+    tx.execute(
+        "UPDATE event_service.ticket_types SET sold_count = sold_count + $2, reserved_count = reserved_count + $3
+         WHERE id = $1",
+        &[&r.ticket_type_id, &(sold_after - sold_before), &(reserved_after - reserved_before)],
+    )
+    .await?;
+    let cancelled = matches!(next, RegistrationStatus::Cancelled);
+    let row = tx
+        .query_one(
+            &format!(
+                "WITH r AS (
+                    UPDATE event_service.registrations SET status = $2::text, updated_at = $3,
+                        expires_at = CASE WHEN $2::text = 'RESERVED' THEN expires_at ELSE NULL END,
+                        cancelled_at = CASE WHEN $4 THEN $3 ELSE cancelled_at END,
+                        cancellation_reason = CASE WHEN $4 THEN $5 ELSE cancellation_reason END
+                    WHERE id = $1 RETURNING *
+                 ) SELECT {COLUMNS} FROM r"
+            ),
+            &[&r.id, &next.as_str(), &now, &cancelled, &reason],
+        )
+        .await?;
+    Ok(from_row(&row))
+}
+
+/// Who asks for a cancellation.
+#[derive(Clone, Copy, Debug)]
+pub enum Canceller {
+    /// The participant, for their own registration.
+    Participant(UserId),
+    /// An organizer of the tenant.
+    Organizer(TenantId, UserId),
+}
+
+/// Cancels a registration and frees its seat; publishes registration.cancelled.
+pub async fn cancel(
+    db: &Database,
+    by: Canceller,
+    id: Uuid,
+    reason: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Registration> {
+    // The participant's own row is visible to them; the change itself runs as the tenant.
+    let owner = get(
+        db,
+        match by {
+            Canceller::Participant(user) => Scope::user(user),
+            Canceller::Organizer(tenant, user) => Scope::tenant(tenant, Some(user)),
+        },
+        id,
+    )
+    .await?;
+    if let Canceller::Participant(user) = by
+        && owner.user_id != user
+    {
+        return Err(Refusal::not_found().into());
+    }
+    let actor = match by {
+        Canceller::Participant(u) | Canceller::Organizer(_, u) => u,
+    };
+    let tx = db
+        .begin(Scope::tenant(owner.tenant_id, Some(actor)))
+        .await?;
+    let current = lock(&tx, id).await?;
+    let next = current.status.cancel()?;
+    let cancelled = move_to(
+        &tx,
+        &current,
+        next,
+        reason.or(Some("CANCELLED_BY_USER")),
+        now,
+    )
+    .await?;
+    let summary = event_summary(&tx, cancelled.event_id).await?;
+    publish(
+        &tx,
+        "registration.cancelled",
+        Some(cancelled.tenant_id),
+        Some(actor),
+        payload(&cancelled, &summary),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(cancelled)
+}
+
+/// Result of a payment event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payment {
+    /// payment.completed: confirm.
+    Completed,
+    /// payment.failed: cancel.
+    Failed,
+    /// payment.refunded: cancel.
+    Refunded,
+}
+
+/// Applies a payment outcome to a registration (a consumer of payment events). Returns the
+/// registration after the change, or None when there was nothing to change.
+pub async fn apply_payment(
+    tx: &Tx,
+    id: Uuid,
+    payment: Payment,
+    now: DateTime<Utc>,
+) -> Result<Option<Registration>> {
+    let current = match lock(tx, id).await {
+        Ok(r) => r,
+        Err(crate::Error::Refused(r)) if r.code == ErrorCode::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let next = match (payment, current.status) {
+        (Payment::Completed, RegistrationStatus::Reserved | RegistrationStatus::Pending) => {
+            RegistrationStatus::Confirmed
+        }
+        (Payment::Failed | Payment::Refunded, s) if s.is_active() => RegistrationStatus::Cancelled,
+        _ => return Ok(None),
+    };
+    let reason = match payment {
+        Payment::Completed => None,
+        Payment::Failed => Some("PAYMENT_FAILED"),
+        Payment::Refunded => Some("PAYMENT_REFUNDED"),
+    };
+    let changed = move_to(tx, &current, next, reason, now).await?;
+    if next == RegistrationStatus::Cancelled {
+        let summary = event_summary(tx, changed.event_id).await?;
+        publish(
+            tx,
+            "registration.cancelled",
+            Some(changed.tenant_id),
+            None,
+            payload(&changed, &summary),
+        )
+        .await?;
+    }
+    Ok(Some(changed))
+}
+
+/// Expires every reservation whose time has run out; publishes reservation.expired for
+/// each. Returns how many expired.
+pub async fn expire_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
+    let tx = db.begin(Scope::system()).await?;
+    let due: Vec<Uuid> = tx
+        .query(
+            "SELECT id FROM event_service.registrations WHERE status = 'RESERVED' AND expires_at <= $1
+             ORDER BY ticket_type_id, expires_at LIMIT 500",
+            &[&now],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut expired = 0;
+    for id in due {
+        let current = lock(&tx, id).await?;
+        if current.status != RegistrationStatus::Reserved
+            || current.expires_at.is_none_or(|e| e > now)
+        {
+            continue;
+        }
+        let changed = move_to(&tx, &current, RegistrationStatus::Expired, None, now).await?;
+        let summary = event_summary(&tx, changed.event_id).await?;
+        publish(
+            &tx,
+            "reservation.expired",
+            Some(changed.tenant_id),
+            None,
+            payload(&changed, &summary),
+        )
+        .await?;
+        expired += 1;
+    }
+    tx.commit().await?;
+    Ok(expired)
+}
+
+/// The earliest reservation deadline, for the timer.
+pub async fn next_expiry(db: &Database) -> Result<Option<DateTime<Utc>>> {
+    let tx = db.begin(Scope::system()).await?;
+    let next: Option<DateTime<Utc>> = tx
+        .query_one(
+            "SELECT min(expires_at) FROM event_service.registrations WHERE status = 'RESERVED'",
+            &[],
+        )
+        .await?
+        .get(0);
+    tx.commit().await?;
+    Ok(next)
+}
+
+/// What to check in.
+#[derive(Clone, Debug)]
+pub enum CheckInTarget {
+    /// By registration id.
+    Id(Uuid),
+    /// By confirmation code within an event (door staff typing it).
+    Code {
+        /// The event.
+        event: Uuid,
+        /// The code.
+        code: String,
+    },
+}
+
+/// Checks a participant in (organizers of the tenant): only CONFIRMED, only once.
+pub async fn check_in(
+    db: &Database,
+    tenant: TenantId,
+    staff: UserId,
+    target: CheckInTarget,
+    method: CheckInMethod,
+    now: DateTime<Utc>,
+) -> Result<Registration> {
+    let tx = db.begin(Scope::tenant(tenant, Some(staff))).await?;
+    let id: Uuid = match target {
+        CheckInTarget::Id(id) => id,
+        CheckInTarget::Code { event, code } => tx
+            .query_opt(
+                "SELECT id FROM event_service.registrations WHERE event_id = $1 AND confirmation_code = $2",
+                &[&event, &code.trim().to_uppercase()],
+            )
+            .await?
+            .ok_or_else(Refusal::not_found)?
+            .get(0),
+    };
+    let current = lock(&tx, id).await?;
+    let next = current.status.check_in()?;
+    let changed = move_to(&tx, &current, next, None, now).await?;
+    tx.execute(
+        "INSERT INTO event_service.check_ins (id, tenant_id, registration_id, checked_in_by, method, checked_in_at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+        &[&Uuid::now_v7(), &tenant.as_uuid(), &id, &staff.as_uuid(), &method.as_str(), &now],
+    )
+    .await?;
+    let summary = event_summary(&tx, changed.event_id).await?;
+    let mut data = payload(&changed, &summary);
+    data["method"] = json!(method);
+    data["checkedInBy"] = json!(staff);
+    data["checkedInAt"] = json!(now);
+    publish(&tx, "checkin.completed", Some(tenant), Some(staff), data).await?;
+    tx.commit().await?;
+    Ok(changed)
+}
+
+/// Seats counted on a ticket type against the registrations that hold them: (sold, reserved,
+/// sold rows, reserved rows). They must always agree.
+pub async fn seat_audit(db: &Database, ticket_type: Uuid) -> Result<(i32, i32, i64, i64)> {
+    let tx = db.begin(Scope::system()).await?;
+    let row = tx
+        .query_one(
+            "SELECT t.sold_count, t.reserved_count,
+                (SELECT count(*) FROM event_service.registrations r WHERE r.ticket_type_id = t.id AND r.status IN ('CONFIRMED', 'CHECKED_IN')),
+                (SELECT count(*) FROM event_service.registrations r WHERE r.ticket_type_id = t.id AND r.status IN ('RESERVED', 'PENDING'))
+             FROM event_service.ticket_types t WHERE t.id = $1",
+            &[&ticket_type],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok((row.get(0), row.get(1), row.get(2), row.get(3)))
+}

@@ -1,0 +1,734 @@
+//! Registrations through the ticket-type actors: no overselling under a burst, idempotent
+//! retries, reservation expiry (also across a restart), payments from the broker, check-in
+//! and cancellation rules, and who sees whom.
+
+use crate::identity::{Ctx, Session};
+use crate::support::{eventually, send};
+use chrono::{Duration, Utc};
+use domain::envelope::Envelope;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+const SECRET: &str = "test-secret-test-secret-test-secret";
+
+/// A participant token without going through sign-up (the event service only needs the id).
+fn participant() -> (Uuid, String) {
+    let user = domain::ids::UserId::new();
+    let token = http::tokens::Tokens::new(SECRET)
+        .issue(user, None, None, vec![], None, Utc::now())
+        .unwrap()
+        .token;
+    (user.as_uuid(), token)
+}
+
+async fn setup(ctx: &Ctx, owner: &Session, ticket: Value) -> (String, String) {
+    let e = ctx
+        .post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": "Show", "startsAt": (Utc::now() + Duration::days(10)).to_rfc3339()}),
+        )
+        .await;
+    let event = e.body["id"].as_str().unwrap().to_string();
+    let t = ctx
+        .post(
+            &format!("/api/v1/events/{event}/ticket-types"),
+            Some(&owner.access),
+            ticket,
+        )
+        .await;
+    assert_eq!(t.status, 201, "{}", t.body);
+    assert_eq!(
+        ctx.post_empty(
+            &format!("/api/v1/events/{event}/publish"),
+            Some(&owner.access)
+        )
+        .await
+        .status,
+        200
+    );
+    (event, t.body["id"].as_str().unwrap().to_string())
+}
+
+async fn register(
+    ctx: &Ctx,
+    token: &str,
+    event: &str,
+    ticket_type: &str,
+    key: &str,
+) -> crate::support::Reply {
+    send(
+        ctx.http
+            .post(format!("{}/api/v1/events/{event}/registrations", ctx.base))
+            .bearer_auth(token)
+            .header("X-Idempotency-Key", key)
+            .header("Accept-Language", "en")
+            .json(&json!({"ticketTypeId": ticket_type, "firstName": "Ann", "lastName": "Lee"})),
+    )
+    .await
+}
+
+async fn audit(ctx: &Ctx, ticket_type: &str) -> (i32, i32, i64, i64) {
+    storage::events::registrations::seat_audit(&ctx.t.db, ticket_type.parse().unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn five_hundred_at_once_for_one_hundred_seats() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 100})).await;
+    let people: Vec<(Uuid, String)> = (0..500).map(|_| participant()).collect();
+    let replies =
+        futures_util::future::join_all(
+            people.iter().map(|(_, token)| {
+                let (ctx, event, ticket_type) = (&ctx, &event, &ticket_type);
+                async move {
+                    register(ctx, token, event, ticket_type, &Uuid::new_v4().to_string()).await
+                }
+            }),
+        )
+        .await;
+    let created = replies.iter().filter(|r| r.status == 201).count();
+    let sold_out = replies
+        .iter()
+        .filter(|r| r.status == 422 && r.body["code"] == "sold_out")
+        .count();
+    assert_eq!(created, 100);
+    assert_eq!(sold_out, 400, "every other answer is a clean sold-out");
+    let codes: std::collections::HashSet<&str> = replies
+        .iter()
+        .filter(|r| r.status == 201)
+        .map(|r| r.body["confirmationCode"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes.len(), 100, "codes are unique");
+    assert!(
+        codes
+            .iter()
+            .all(|c| c.len() == 8 && !c.contains(['0', 'O', '1', 'I']))
+    );
+    assert!(
+        replies
+            .iter()
+            .filter(|r| r.status == 201)
+            .all(|r| r.body["status"] == "CONFIRMED"),
+        "free tickets start confirmed"
+    );
+    assert_eq!(
+        audit(&ctx, &ticket_type).await,
+        (100, 0, 100, 0),
+        "counts equal the rows"
+    );
+    let types = ctx
+        .get(&format!("/api/v1/events/{event}/ticket-types"), None)
+        .await;
+    assert_eq!(types.body["data"][0]["available"], 0);
+    assert!(
+        eventually(10, || async {
+            ctx.events.of("registration.created").len() == 100
+        })
+        .await
+    );
+}
+
+#[tokio::test]
+async fn retries_with_the_same_key_return_the_same_registration() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 10})).await;
+    let (_, token) = participant();
+    let key = Uuid::new_v4().to_string();
+    let first = register(&ctx, &token, &event, &ticket_type, &key).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let again = register(&ctx, &token, &event, &ticket_type, &key).await;
+    assert_eq!(again.status, 201);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.body["id"], first.body["id"]);
+    let other_key = register(
+        &ctx,
+        &token,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(
+        other_key.status, 409,
+        "one active registration per user and event"
+    );
+    assert_eq!(audit(&ctx, &ticket_type).await, (1, 0, 1, 0));
+
+    let no_key = send(
+        ctx.http
+            .post(format!("{}/api/v1/events/{event}/registrations", ctx.base))
+            .bearer_auth(&token)
+            .json(&json!({"ticketTypeId": ticket_type})),
+    )
+    .await;
+    assert_eq!(no_key.status, 400);
+    assert_eq!(
+        no_key.body["details"]["X-Idempotency-Key"],
+        "Обязательное поле"
+    );
+    let bad_type = register(
+        &ctx,
+        &participant().1,
+        &event,
+        &Uuid::now_v7().to_string(),
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(bad_type.status, 400);
+    let unknown_event = register(
+        &ctx,
+        &participant().1,
+        &Uuid::now_v7().to_string(),
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(unknown_event.status, 404);
+    let anonymous = send(
+        ctx.http
+            .post(format!("{}/api/v1/events/{event}/registrations", ctx.base))
+            .header("X-Idempotency-Key", Uuid::new_v4().to_string())
+            .json(&json!({"ticketTypeId": ticket_type})),
+    )
+    .await;
+    assert_eq!(anonymous.status, 401);
+}
+
+#[tokio::test]
+async fn registrations_need_a_published_event_and_a_type_on_sale() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, _) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 10})).await;
+    let later = ctx.post(&format!("/api/v1/events/{event}/ticket-types"), Some(&owner.access),
+        json!({"name": "Later", "quantity": 5, "salesStart": (Utc::now() + Duration::days(1)).to_rfc3339()})).await;
+    let r = register(
+        &ctx,
+        &participant().1,
+        &event,
+        later.body["id"].as_str().unwrap(),
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 422, "sales have not started");
+    let closed = ctx
+        .post(
+            &format!("/api/v1/events/{event}/ticket-types"),
+            Some(&owner.access),
+            json!({"name": "Closed", "quantity": 5, "isActive": false}),
+        )
+        .await;
+    let r = register(
+        &ctx,
+        &participant().1,
+        &event,
+        closed.body["id"].as_str().unwrap(),
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 400, "an inactive type is not offered");
+    let draft = ctx
+        .post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": "Draft", "startsAt": (Utc::now() + Duration::days(3)).to_rfc3339()}),
+        )
+        .await;
+    let draft_id = draft.body["id"].as_str().unwrap();
+    let t = ctx
+        .post(
+            &format!("/api/v1/events/{draft_id}/ticket-types"),
+            Some(&owner.access),
+            json!({"name": "T", "quantity": 5}),
+        )
+        .await;
+    let r = register(
+        &ctx,
+        &owner.access,
+        draft_id,
+        t.body["id"].as_str().unwrap(),
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(
+        r.status, 422,
+        "a draft takes no registrations (its organizer sees it)"
+    );
+    let r = register(
+        &ctx,
+        &participant().1,
+        draft_id,
+        t.body["id"].as_str().unwrap(),
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 404, "a participant does not even see a draft");
+}
+
+#[tokio::test]
+async fn reservations_expire_on_time_even_across_a_restart() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(
+        &ctx,
+        &owner,
+        json!({"name": "Paid", "quantity": 2, "priceCents": 100000, "reservationMinutes": 15}),
+    )
+    .await;
+    let (_, token) = participant();
+    let r = register(
+        &ctx,
+        &token,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    assert_eq!(r.body["status"], "RESERVED");
+    assert!(r.body["expiresAt"].is_string());
+    let id = r.body["id"].as_str().unwrap().to_string();
+    assert_eq!(audit(&ctx, &ticket_type).await, (0, 1, 0, 1));
+
+    ctx.clock.advance(Duration::minutes(14));
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(
+        audit(&ctx, &ticket_type).await,
+        (0, 1, 0, 1),
+        "not before its time"
+    );
+    ctx.clock
+        .advance(Duration::minutes(1) + Duration::seconds(1));
+    let expired = eventually(5, || async {
+        audit(&ctx, &ticket_type).await == (0, 0, 0, 0)
+    })
+    .await;
+    assert!(expired, "the seat is freed");
+    assert!(
+        eventually(5, || async {
+            !ctx.events.of("reservation.expired").is_empty()
+        })
+        .await
+    );
+    let me = send(
+        ctx.http
+            .get(format!("{}/api/v1/registrations/{id}", ctx.base))
+            .bearer_auth(&token),
+    )
+    .await;
+    assert_eq!(me.body["status"], "EXPIRED");
+}
+
+#[tokio::test]
+async fn a_reservation_made_before_a_restart_expires_after_it() {
+    let t = crate::support::TestDb::new().await;
+    let clock = std::sync::Arc::new(domain::clock::ManualClock::new(Utc::now()));
+    let node = bilet::node::start_with_clock(t.config.clone(), clock.clone())
+        .await
+        .unwrap();
+    // Seed directly: an event, a paid type and a reservation due in 5 minutes.
+    let owner = t.owner().await;
+    let (tenant, event, ticket_type, registration) = (
+        Uuid::now_v7(),
+        Uuid::now_v7(),
+        Uuid::now_v7(),
+        Uuid::now_v7(),
+    );
+    owner.batch_execute(&format!(
+        "INSERT INTO event_service.events (id, tenant_id, organizer_id, title, slug, status, starts_at)
+           VALUES ('{event}', '{tenant}', '{tenant}', 'E', 'e-{event}', 'PUBLISHED', now() + interval '3 days');
+         INSERT INTO event_service.ticket_types (id, tenant_id, event_id, name, price_cents, quantity, reserved_count, reservation_minutes, created_at, updated_at)
+           VALUES ('{ticket_type}', '{tenant}', '{event}', 'Paid', 100, 1, 1, 5, now(), now());
+         INSERT INTO event_service.registrations (id, tenant_id, event_id, ticket_type_id, user_id, confirmation_code, status, price_cents, expires_at, created_at, updated_at)
+           VALUES ('{registration}', '{tenant}', '{event}', '{ticket_type}', '{tenant}', 'ABCDEFGH', 'RESERVED', 100, now() + interval '5 minutes', now(), now());"
+    )).await.unwrap();
+    node.stop().await;
+    // The process is gone; time passes; a new one starts and finds the deadline in the database.
+    clock.advance(Duration::minutes(6));
+    let node = bilet::node::start_with_clock(t.config.clone(), clock.clone())
+        .await
+        .unwrap();
+    let db = node.state.db.clone();
+    let freed = eventually(5, || async {
+        storage::events::registrations::seat_audit(&db, ticket_type)
+            .await
+            .unwrap()
+            == (0, 0, 0, 0)
+    })
+    .await;
+    assert!(freed, "expired by the restarted process");
+    let status: String = owner
+        .query_one(
+            &format!("SELECT status FROM event_service.registrations WHERE id = '{registration}'"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(status, "EXPIRED");
+    node.stop().await;
+}
+
+async fn pay(ctx: &Ctx, kind: &str, registration: &str) -> Envelope {
+    let envelope = Envelope::new(
+        kind,
+        None,
+        None,
+        json!({"registrationId": registration, "amountCents": 100000}),
+    );
+    ctx.publish(&envelope).await;
+    envelope
+}
+
+impl Ctx {
+    async fn publish(&self, event: &Envelope) {
+        self.broker()
+            .publish(std::slice::from_ref(event))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn payments_from_the_broker_confirm_or_cancel_once() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(
+        &ctx,
+        &owner,
+        json!({"name": "Paid", "quantity": 5, "priceCents": 100000}),
+    )
+    .await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let r = register(
+            &ctx,
+            &participant().1,
+            &event,
+            &ticket_type,
+            &Uuid::new_v4().to_string(),
+        )
+        .await;
+        assert_eq!(
+            r.body["status"], "PENDING",
+            "paid without reservation minutes waits without a timer"
+        );
+        ids.push(r.body["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(audit(&ctx, &ticket_type).await, (0, 3, 0, 3));
+    let paid = pay(&ctx, "payment.completed", &ids[0]).await;
+    assert!(
+        eventually(5, || async {
+            audit(&ctx, &ticket_type).await == (1, 2, 1, 2)
+        })
+        .await,
+        "confirmed"
+    );
+    ctx.publish(&paid).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        audit(&ctx, &ticket_type).await,
+        (1, 2, 1, 2),
+        "a duplicate delivery changes nothing"
+    );
+    pay(&ctx, "payment.failed", &ids[1]).await;
+    assert!(
+        eventually(5, || async {
+            audit(&ctx, &ticket_type).await == (1, 1, 1, 1)
+        })
+        .await,
+        "failed payment frees the seat"
+    );
+    pay(&ctx, "payment.refunded", &ids[0]).await;
+    assert!(
+        eventually(5, || async {
+            audit(&ctx, &ticket_type).await == (0, 1, 0, 1)
+        })
+        .await,
+        "refund cancels"
+    );
+    pay(&ctx, "payment.completed", &ids[1]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        audit(&ctx, &ticket_type).await,
+        (0, 1, 0, 1),
+        "a cancelled registration is not revived"
+    );
+    let reg = ctx
+        .get(
+            &format!("/api/v1/registrations/{}", ids[1]),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(reg.body["status"], "CANCELLED");
+    assert_eq!(reg.body["cancellationReason"], "PAYMENT_FAILED");
+}
+
+#[tokio::test]
+async fn check_in_only_confirmed_and_only_once() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (other, _) = ctx.owner(&admin).await;
+    let (event, free) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 5})).await;
+    let paid = ctx
+        .post(
+            &format!("/api/v1/events/{event}/ticket-types"),
+            Some(&owner.access),
+            json!({"name": "Paid", "quantity": 5, "priceCents": 500, "reservationMinutes": 30}),
+        )
+        .await;
+    let paid = paid.body["id"].as_str().unwrap().to_string();
+    let (_, token) = participant();
+    let r = register(&ctx, &token, &event, &free, &Uuid::new_v4().to_string()).await;
+    let id = r.body["id"].as_str().unwrap().to_string();
+    let code = r.body["confirmationCode"].as_str().unwrap().to_string();
+    let check = |who: String, id: String| {
+        let ctx = &ctx;
+        async move {
+            ctx.post(
+                &format!("/api/v1/registrations/{id}/check-in"),
+                Some(&who),
+                json!({"method": "QR_CODE"}),
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        check(token.clone(), id.clone()).await.status,
+        403,
+        "participants do not check themselves in"
+    );
+    assert_eq!(
+        check(other.access.clone(), id.clone()).await.status,
+        404,
+        "another organization"
+    );
+    let done = check(owner.access.clone(), id.clone()).await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert_eq!(done.body["status"], "CHECKED_IN");
+    let twice = check(owner.access.clone(), id.clone()).await;
+    assert_eq!(twice.status, 409);
+    assert_eq!(
+        twice.body["message"],
+        "The participant has already checked in"
+    );
+    let by_code = ctx
+        .post(
+            &format!("/api/v1/events/{event}/check-in"),
+            Some(&owner.access),
+            json!({"confirmationCode": code.to_lowercase()}),
+        )
+        .await;
+    assert_eq!(by_code.status, 409, "the code of a checked-in participant");
+    assert_eq!(
+        ctx.delete(&format!("/api/v1/registrations/{id}"), Some(&token))
+            .await
+            .status,
+        422,
+        "no cancelling after check-in"
+    );
+
+    let (_, token2) = participant();
+    let reserved = register(&ctx, &token2, &event, &paid, &Uuid::new_v4().to_string()).await;
+    let refused = check(
+        owner.access.clone(),
+        reserved.body["id"].as_str().unwrap().to_string(),
+    )
+    .await;
+    assert_eq!(refused.status, 422, "not confirmed yet");
+    assert_eq!(
+        refused.body["message"],
+        "Only a confirmed registration can be checked in"
+    );
+    let (_, token3) = participant();
+    let r3 = register(&ctx, &token3, &event, &free, &Uuid::new_v4().to_string()).await;
+    let door = ctx
+        .post(
+            &format!("/api/v1/events/{event}/check-in"),
+            Some(&owner.access),
+            json!({"confirmationCode": r3.body["confirmationCode"]}),
+        )
+        .await;
+    assert_eq!(door.status, 200);
+    assert!(
+        eventually(5, || async {
+            ctx.events.of("checkin.completed").len() == 2
+        })
+        .await
+    );
+    assert_eq!(
+        ctx.events.of("checkin.completed")[1].data["method"],
+        "MANUAL"
+    );
+    assert_eq!(
+        ctx.post(
+            &format!("/api/v1/events/{event}/check-in"),
+            Some(&owner.access),
+            json!({"confirmationCode": "ZZZZZZZZ"})
+        )
+        .await
+        .status,
+        404
+    );
+    assert_eq!(
+        ctx.post(
+            &format!("/api/v1/events/{event}/check-in"),
+            Some(&owner.access),
+            json!({"confirmationCode": "short"})
+        )
+        .await
+        .status,
+        400
+    );
+    assert_eq!(
+        ctx.post(
+            &format!("/api/v1/registrations/{id}/check-in"),
+            Some(&owner.access),
+            json!({"method": "TELEPATHY"})
+        )
+        .await
+        .status,
+        400
+    );
+    assert_eq!(
+        audit(&ctx, &free).await,
+        (2, 0, 2, 0),
+        "a checked-in seat stays sold"
+    );
+}
+
+#[tokio::test]
+async fn cancellation_frees_the_seat_and_lists_follow_visibility() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 3})).await;
+    let (alice, alice_token) = participant();
+    let (_, bob_token) = participant();
+    let (_, carol_token) = participant();
+    let a = register(
+        &ctx,
+        &alice_token,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    register(
+        &ctx,
+        &bob_token,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    let a_id = a.body["id"].as_str().unwrap().to_string();
+
+    // CLOSED: a participant sees only their own registration.
+    let mine = ctx
+        .get(
+            &format!("/api/v1/events/{event}/registrations"),
+            Some(&alice_token),
+        )
+        .await;
+    assert_eq!(mine.body["totalElements"], 1);
+    assert_eq!(mine.body["data"][0]["userId"], alice.to_string());
+    let all = ctx
+        .get(
+            &format!("/api/v1/events/{event}/registrations?status=CONFIRMED"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(all.body["totalElements"], 2);
+    assert!(all.body["data"][0]["confirmationCode"].is_string());
+    assert_eq!(
+        ctx.get(&format!("/api/v1/registrations/{a_id}"), Some(&bob_token))
+            .await
+            .status,
+        404
+    );
+
+    // OPEN: registered participants see the others, without their codes.
+    ctx.put(
+        &format!("/api/v1/events/{event}"),
+        Some(&owner.access),
+        json!({"participantsVisibility": "OPEN"}),
+    )
+    .await;
+    let open = ctx
+        .get(
+            &format!("/api/v1/events/{event}/registrations"),
+            Some(&alice_token),
+        )
+        .await;
+    assert_eq!(open.body["totalElements"], 2);
+    let others: Vec<&Value> = open.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["userId"] != alice.to_string().as_str())
+        .collect();
+    assert!(others[0]["confirmationCode"].is_null() && others[0]["firstName"] == "Ann");
+    let outsider = ctx
+        .get(
+            &format!("/api/v1/events/{event}/registrations"),
+            Some(&carol_token),
+        )
+        .await;
+    assert_eq!(
+        outsider.body["totalElements"], 0,
+        "not registered: sees nobody"
+    );
+
+    assert_eq!(
+        ctx.delete(&format!("/api/v1/registrations/{a_id}"), Some(&bob_token))
+            .await
+            .status,
+        404,
+        "not Bob's"
+    );
+    assert_eq!(
+        ctx.delete(&format!("/api/v1/registrations/{a_id}"), Some(&alice_token))
+            .await
+            .status,
+        204
+    );
+    assert_eq!(
+        ctx.delete(&format!("/api/v1/registrations/{a_id}"), Some(&alice_token))
+            .await
+            .status,
+        422,
+        "already cancelled"
+    );
+    assert_eq!(audit(&ctx, &ticket_type).await, (1, 0, 1, 0));
+    let again = register(
+        &ctx,
+        &alice_token,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(
+        again.status, 201,
+        "a cancelled registration does not block a new one"
+    );
+    assert!(
+        eventually(5, || async {
+            !ctx.events.of("registration.cancelled").is_empty()
+        })
+        .await
+    );
+    let cancelled = &ctx.events.of("registration.cancelled")[0];
+    assert_eq!(cancelled.data["event"]["title"], "Show");
+}
