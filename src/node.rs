@@ -204,7 +204,8 @@ async fn door(state: &AppState) -> anyhow::Result<Door> {
     })
 }
 
-/// Completes published events whose end has passed, every minute.
+/// Every minute: completes published events whose end has passed and sends the reminders
+/// of events starting within 24 hours (once each, remembered in the database).
 async fn complete_ended_events(state: AppState, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     loop {
@@ -216,6 +217,11 @@ async fn complete_ended_events(state: AppState, mut stop: watch::Receiver<bool>)
             Ok(0) => {}
             Ok(n) => tracing::info!(completed = n, "ended events completed"),
             Err(e) => tracing::warn!(error = %e, "auto-completion failed"),
+        }
+        match storage::events::catalog::remind_due(&state.db, state.clock.now()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(reminded = n, "event reminders published"),
+            Err(e) => tracing::warn!(error = %e, "reminders failed"),
         }
     }
 }

@@ -732,3 +732,219 @@ async fn cancellation_frees_the_seat_and_lists_follow_visibility() {
     let cancelled = &ctx.events.of("registration.cancelled")[0];
     assert_eq!(cancelled.data["event"]["title"], "Show");
 }
+
+async fn my_entries(ctx: &Ctx, user: Uuid, event: &str) -> Vec<String> {
+    storage::events::waitlist::mine(&ctx.t.db, domain::ids::UserId(user), event.parse().unwrap())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.status)
+        .collect()
+}
+
+#[tokio::test]
+async fn waiting_list_hands_a_freed_seat_down_the_queue() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 1})).await;
+    let waitlist = format!("/api/v1/events/{event}/waitlist");
+    let (a, a_token) = participant();
+    let (b, b_token) = participant();
+    let (c, c_token) = participant();
+    let early = ctx
+        .post(
+            &waitlist,
+            Some(&b_token),
+            json!({"ticketTypeId": ticket_type}),
+        )
+        .await;
+    assert_eq!(early.status, 422, "seats are still available");
+    let ra = register(
+        &ctx,
+        &a_token,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(ra.status, 201);
+    assert_eq!(
+        ctx.post(
+            &waitlist,
+            Some(&a_token),
+            json!({"ticketTypeId": ticket_type})
+        )
+        .await
+        .status,
+        409,
+        "already registered"
+    );
+    let jb = ctx
+        .post(
+            &waitlist,
+            Some(&b_token),
+            json!({"ticketTypeId": ticket_type}),
+        )
+        .await;
+    assert_eq!(jb.status, 201, "{}", jb.body);
+    assert_eq!(jb.body["status"], "WAITING");
+    assert_eq!(
+        ctx.post(
+            &waitlist,
+            Some(&b_token),
+            json!({"ticketTypeId": ticket_type})
+        )
+        .await
+        .status,
+        409,
+        "once"
+    );
+    ctx.clock.advance(Duration::seconds(1));
+    assert_eq!(
+        ctx.post(
+            &waitlist,
+            Some(&c_token),
+            json!({"ticketTypeId": ticket_type})
+        )
+        .await
+        .status,
+        201
+    );
+
+    // A cancels: the seat is held for B, first in the queue.
+    assert_eq!(
+        ctx.delete(
+            &format!("/api/v1/registrations/{}", ra.body["id"].as_str().unwrap()),
+            Some(&a_token)
+        )
+        .await
+        .status,
+        204
+    );
+    assert_eq!(my_entries(&ctx, b, &event).await, vec!["NOTIFIED"]);
+    assert_eq!(my_entries(&ctx, c, &event).await, vec!["WAITING"]);
+    assert_eq!(
+        audit(&ctx, &ticket_type).await,
+        (0, 1, 0, 0),
+        "held, not free"
+    );
+    let c_try = register(
+        &ctx,
+        &c_token,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(c_try.status, 422, "the held seat is not C's");
+    assert!(
+        eventually(5, || async {
+            ctx.events
+                .of("waitlist.available")
+                .iter()
+                .any(|e| e.data["userId"] == b.to_string().as_str())
+        })
+        .await
+    );
+
+    // B takes it.
+    let rb = register(
+        &ctx,
+        &b_token,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(rb.status, 201, "{}", rb.body);
+    assert_eq!(my_entries(&ctx, b, &event).await, vec!["CONVERTED"]);
+    assert_eq!(audit(&ctx, &ticket_type).await, (1, 0, 1, 0));
+
+    // B cancels: C is notified, lets 24 hours pass, and the hold expires.
+    ctx.delete(
+        &format!("/api/v1/registrations/{}", rb.body["id"].as_str().unwrap()),
+        Some(&b_token),
+    )
+    .await;
+    assert_eq!(my_entries(&ctx, c, &event).await, vec!["NOTIFIED"]);
+    ctx.clock
+        .advance(Duration::hours(24) + Duration::seconds(1));
+    let expired = eventually(5, || async {
+        my_entries(&ctx, c, &event).await == vec!["EXPIRED"]
+    })
+    .await;
+    assert!(expired, "the hold runs out after 24 hours");
+    assert_eq!(
+        audit(&ctx, &ticket_type).await,
+        (0, 0, 0, 0),
+        "nobody else waits: the seat is free again"
+    );
+    let _ = a;
+
+    let (_, d_token) = participant();
+    let (_, e_token) = participant();
+    register(
+        &ctx,
+        &d_token,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(
+        ctx.post(
+            &waitlist,
+            Some(&e_token),
+            json!({"ticketTypeId": ticket_type})
+        )
+        .await
+        .status,
+        201
+    );
+    assert_eq!(ctx.delete(&waitlist, Some(&e_token)).await.status, 204);
+    assert_eq!(ctx.delete(&waitlist, Some(&e_token)).await.status, 404);
+    assert_eq!(
+        ctx.post(
+            &waitlist,
+            Some(&e_token),
+            json!({"ticketTypeId": Uuid::now_v7()})
+        )
+        .await
+        .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn reminders_go_out_once_a_day_before() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let tomorrow = ctx.post("/api/v1/events", Some(&owner.access), json!({"title": "Tomorrow", "startsAt": (Utc::now() + Duration::hours(23)).to_rfc3339()})).await;
+    let id = tomorrow.body["id"].as_str().unwrap().to_string();
+    ctx.post_empty(&format!("/api/v1/events/{id}/publish"), Some(&owner.access))
+        .await;
+    setup(&ctx, &owner, json!({"name": "Later", "quantity": 1})).await;
+    use domain::clock::Clock;
+    let now = ctx.clock.now();
+    assert_eq!(
+        storage::events::catalog::remind_due(&ctx.t.db, now)
+            .await
+            .unwrap(),
+        1,
+        "only the event within 24 hours"
+    );
+    assert_eq!(
+        storage::events::catalog::remind_due(&ctx.t.db, now)
+            .await
+            .unwrap(),
+        0,
+        "once"
+    );
+    assert!(eventually(5, || async { ctx.events.of("event.reminder").len() == 1 }).await);
+    assert_eq!(
+        ctx.events.of("event.reminder")[0].data["eventId"],
+        id.as_str()
+    );
+}

@@ -1,12 +1,12 @@
 //! The reservation timer: sleeps until the earliest deadline stored in the database (or at
-//! most a second), then expires what is due. Deadlines live in `expires_at`, so a restart or a
+//! most a second), then expires what is due: reservations and waiting-list holds. Deadlines live in `expires_at`, so a restart or a
 //! crash loses no timer: the new process reads them again.
 
 use domain::clock::Clock;
 use std::sync::Arc;
 use std::time::Duration;
 use storage::Database;
-use storage::events::registrations;
+use storage::events::{registrations, waitlist};
 use tokio::sync::watch;
 
 /// Expires reservations on time.
@@ -29,6 +29,11 @@ impl ReservationTimer {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(expired = n, "reservations expired"),
                 Err(e) => tracing::warn!(error = %e, "reservation expiry failed"),
+            }
+            match waitlist::expire_due(&self.db, now).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(expired = n, "waiting-list holds expired"),
+                Err(e) => tracing::warn!(error = %e, "waiting-list expiry failed"),
             }
             let wait = match registrations::next_expiry(&self.db).await {
                 Ok(Some(next)) => (next - self.clock.now())

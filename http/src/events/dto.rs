@@ -380,3 +380,37 @@ pub struct CodeCheckInRequest {
     /// MANUAL (default) or QR_CODE.
     pub method: Option<domain::events::registrations::CheckInMethod>,
 }
+
+/// A waiting-list entry.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitlistEntryDto {
+    /// Id.
+    pub id: Uuid,
+    /// Event.
+    pub event_id: Uuid,
+    /// Ticket type.
+    pub ticket_type_id: Uuid,
+    /// WAITING, NOTIFIED, CONVERTED, EXPIRED or LEFT.
+    pub status: String,
+    /// When a seat was offered.
+    pub notified_at: Option<DateTime<Utc>>,
+    /// Until when it is held.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Joined at.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<storage::events::waitlist::Entry> for WaitlistEntryDto {
+    fn from(e: storage::events::waitlist::Entry) -> Self {
+        WaitlistEntryDto {
+            id: e.id,
+            event_id: e.event_id,
+            ticket_type_id: e.ticket_type_id,
+            status: e.status,
+            notified_at: e.notified_at,
+            expires_at: e.expires_at,
+            created_at: e.created_at,
+        }
+    }
+}

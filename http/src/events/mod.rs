@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod dto;
 pub mod registrations;
 pub mod ticket_types;
+pub mod waitlist;
 
 use crate::context::Caller;
 use crate::error::ApiError;
@@ -53,6 +54,10 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/registrations/{id}/check-in",
             post(registrations::check_in),
         )
+        .route(
+            "/api/v1/events/{id}/waitlist",
+            post(waitlist::join).delete(waitlist::leave),
+        )
 }
 
 #[derive(OpenApi)]
@@ -62,7 +67,7 @@ pub fn routes() -> Router<AppState> {
         catalog::unpublish, catalog::cancel, catalog::complete,
         ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
         registrations::create, registrations::list, registrations::get, registrations::cancel,
-        registrations::check_in, registrations::check_in_by_code,
+        registrations::check_in, registrations::check_in_by_code, waitlist::join, waitlist::leave,
     ),
     tags(
         (name = "events", description = "Events and ticket types"),

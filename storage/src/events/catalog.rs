@@ -584,3 +584,33 @@ pub async fn complete_ended(db: &Database, now: DateTime<Utc>) -> Result<usize> 
     tx.commit().await?;
     Ok(rows.len())
 }
+
+/// Publishes event.reminder once for every published event starting within 24 hours.
+/// Returns how many reminders went out.
+pub async fn remind_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
+    let tx = db.begin(Scope::system()).await?;
+    let rows = tx
+        .query(
+            &format!(
+                "UPDATE event_service.events SET reminder_sent_at = $1
+                 WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND reminder_sent_at IS NULL
+                   AND starts_at > $1 AND starts_at <= $1 + interval '24 hours'
+                 RETURNING {COLUMNS}"
+            ),
+            &[&now],
+        )
+        .await?;
+    for row in &rows {
+        let event = from_row(row);
+        publish(
+            &tx,
+            "event.reminder",
+            Some(event.tenant_id),
+            None,
+            payload(&event),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(rows.len())
+}

@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod consumers;
 pub mod registrations;
 pub mod ticket_types;
+pub mod waitlist;
 
 use crate::db::{DbError, Schema, Tx};
 use domain::envelope::Envelope;

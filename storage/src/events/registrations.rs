@@ -212,17 +212,24 @@ pub async fn commit_batch(
         .iter()
         .map(|r| r.get(0))
         .collect();
+    // People holding a seat from the waiting list get it back for their own registration.
+    let holders = super::waitlist::convert_holds(&tx, ticket_type, &users, now).await?;
     let status = RegistrationStatus::initial(price, minutes);
     let expires_at = match status {
         RegistrationStatus::Reserved => minutes.map(|m| now + Duration::minutes(m.into())),
         _ => None,
     };
+    // A held seat goes to its holder only; everyone else shares what is free.
+    let mut held: HashSet<Uuid> = holders.into_iter().collect();
     let mut free = (quantity - sold - reserved).max(0);
     let mut outcomes = Vec::with_capacity(requests.len());
     let mut chosen: Vec<(usize, Uuid, String)> = Vec::new();
     for (i, request) in requests.iter().enumerate() {
         if !taken.insert(request.user.as_uuid()) {
             outcomes.push(SeatOutcome::AlreadyRegistered);
+        } else if held.remove(&request.user.as_uuid()) {
+            chosen.push((i, Uuid::now_v7(), confirmation_code(rand::random())));
+            outcomes.push(SeatOutcome::SoldOut);
         } else if free == 0 {
             outcomes.push(SeatOutcome::SoldOut);
         } else {
@@ -483,6 +490,7 @@ pub async fn cancel(
         now,
     )
     .await?;
+    super::waitlist::notify_next(&tx, cancelled.ticket_type_id, now).await?;
     let summary = event_summary(&tx, cancelled.event_id).await?;
     publish(
         &tx,
@@ -534,6 +542,7 @@ pub async fn apply_payment(
     };
     let changed = move_to(tx, &current, next, reason, now).await?;
     if next == RegistrationStatus::Cancelled {
+        super::waitlist::notify_next(tx, changed.ticket_type_id, now).await?;
         let summary = event_summary(tx, changed.event_id).await?;
         publish(
             tx,
@@ -570,6 +579,7 @@ pub async fn expire_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
             continue;
         }
         let changed = move_to(&tx, &current, RegistrationStatus::Expired, None, now).await?;
+        super::waitlist::notify_next(&tx, changed.ticket_type_id, now).await?;
         let summary = event_summary(&tx, changed.event_id).await?;
         publish(
             &tx,

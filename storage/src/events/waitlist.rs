@@ -1,0 +1,304 @@
+//! Waiting lists. When a seat of a sold-out ticket type frees, the first WAITING person is
+//! NOTIFIED and the seat is held for them for 24 hours (counted in reserved_count, so nobody
+//! else can take it); they convert by registering, or the hold expires and the next person is
+//! notified. Every change happens with the ticket type's row locked, like every seat change.
+
+use super::publish;
+use crate::db::{Database, Scope, Tx};
+use crate::error::Result;
+use chrono::{DateTime, Duration, Utc};
+use domain::error::{ErrorCode, Refusal};
+use domain::ids::{TenantId, UserId};
+use serde_json::json;
+use uuid::Uuid;
+
+/// How long a freed seat is held for the notified person.
+pub fn hold() -> Duration {
+    Duration::hours(24)
+}
+
+/// A waiting-list entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// Id.
+    pub id: Uuid,
+    /// Event.
+    pub event_id: Uuid,
+    /// Ticket type.
+    pub ticket_type_id: Uuid,
+    /// Who waits.
+    pub user_id: UserId,
+    /// WAITING, NOTIFIED, CONVERTED, EXPIRED or LEFT.
+    pub status: String,
+    /// When the seat was offered.
+    pub notified_at: Option<DateTime<Utc>>,
+    /// Until when it is held.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Joined at.
+    pub created_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str =
+    "id, event_id, ticket_type_id, user_id, status, notified_at, expires_at, created_at";
+
+fn from_row(row: &tokio_postgres::Row) -> Entry {
+    Entry {
+        id: row.get(0),
+        event_id: row.get(1),
+        ticket_type_id: row.get(2),
+        user_id: UserId(row.get(3)),
+        status: row.get(4),
+        notified_at: row.get(5),
+        expires_at: row.get(6),
+        created_at: row.get(7),
+    }
+}
+
+/// Joins the waiting list of a sold-out ticket type.
+pub async fn join(
+    db: &Database,
+    tenant: TenantId,
+    event: Uuid,
+    ticket_type: Uuid,
+    user: UserId,
+    email: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Entry> {
+    let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
+    let row = tx
+        .query_opt(
+            "SELECT quantity - sold_count - reserved_count FROM event_service.ticket_types
+             WHERE id = $1 AND event_id = $2 FOR UPDATE",
+            &[&ticket_type, &event],
+        )
+        .await?
+        .ok_or_else(Refusal::not_found)?;
+    let free: i32 = row.get(0);
+    if free > 0 {
+        return Err(Refusal::with(
+            ErrorCode::BusinessRule,
+            "Места ещё есть — зарегистрируйтесь",
+            "Seats are still available: register instead",
+        )
+        .into());
+    }
+    let registered: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM event_service.registrations WHERE event_id = $1 AND user_id = $2
+               AND status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))",
+            &[&event, &user.as_uuid()],
+        )
+        .await?
+        .get(0);
+    if registered {
+        return Err(Refusal::with(
+            ErrorCode::Conflict,
+            "Вы уже зарегистрированы на это событие",
+            "You are already registered for this event",
+        )
+        .into());
+    }
+    let row = tx
+        .query_opt(
+            &format!(
+                "INSERT INTO event_service.waiting_list (id, tenant_id, event_id, ticket_type_id, user_id, email, status, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, 'WAITING', $7) ON CONFLICT DO NOTHING RETURNING {COLUMNS}"
+            ),
+            &[&Uuid::now_v7(), &tenant.as_uuid(), &event, &ticket_type, &user.as_uuid(), &email, &now],
+        )
+        .await?
+        .ok_or_else(|| Refusal::with(ErrorCode::Conflict, "Вы уже в листе ожидания", "You are already on the waiting list"))?;
+    tx.commit().await?;
+    Ok(from_row(&row))
+}
+
+/// Leaves every open entry of the user for the event; a held seat goes to the next person.
+pub async fn leave(
+    db: &Database,
+    tenant: TenantId,
+    event: Uuid,
+    user: UserId,
+    now: DateTime<Utc>,
+) -> Result<usize> {
+    let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
+    let types: Vec<Uuid> = tx
+        .query(
+            "SELECT DISTINCT ticket_type_id FROM event_service.waiting_list
+             WHERE event_id = $1 AND user_id = $2 AND status IN ('WAITING', 'NOTIFIED')",
+            &[&event, &user.as_uuid()],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if types.is_empty() {
+        return Err(Refusal::not_found().into());
+    }
+    let mut left = 0;
+    for ticket_type in types {
+        tx.execute(
+            "SELECT 1 FROM event_service.ticket_types WHERE id = $1 FOR UPDATE",
+            &[&ticket_type],
+        )
+        .await?;
+        let rows = tx
+            .query(
+                "UPDATE event_service.waiting_list SET status = 'LEFT' WHERE ticket_type_id = $1 AND user_id = $2
+                   AND status IN ('WAITING', 'NOTIFIED') RETURNING (notified_at IS NOT NULL AND expires_at > $3)",
+                &[&ticket_type, &user.as_uuid(), &now],
+            )
+            .await?;
+        for row in rows {
+            left += 1;
+            if row.get::<_, bool>(0) {
+                release_hold(&tx, ticket_type).await?;
+                notify_next(&tx, ticket_type, now).await?;
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(left)
+}
+
+async fn release_hold(tx: &Tx, ticket_type: Uuid) -> Result<()> {
+    tx.execute(
+        "UPDATE event_service.ticket_types SET reserved_count = reserved_count - 1 WHERE id = $1",
+        &[&ticket_type],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Offers every free seat of a (locked) ticket type to the next people waiting.
+pub async fn notify_next(tx: &Tx, ticket_type: Uuid, now: DateTime<Utc>) -> Result<usize> {
+    let free: i32 = tx
+        .query_one(
+            "SELECT quantity - sold_count - reserved_count FROM event_service.ticket_types WHERE id = $1",
+            &[&ticket_type],
+        )
+        .await?
+        .get(0);
+    if free <= 0 {
+        return Ok(0);
+    }
+    let until = now + hold();
+    let rows = tx
+        .query(
+            &format!(
+                "UPDATE event_service.waiting_list SET status = 'NOTIFIED', notified_at = $2, expires_at = $3
+                 WHERE id IN (SELECT id FROM event_service.waiting_list WHERE ticket_type_id = $1 AND status = 'WAITING'
+                              ORDER BY created_at, id LIMIT $4 FOR UPDATE)
+                 RETURNING {COLUMNS}, tenant_id, email"
+            ),
+            &[&ticket_type, &now, &until, &i64::from(free)],
+        )
+        .await?;
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    tx.execute(
+        "UPDATE event_service.ticket_types SET reserved_count = reserved_count + $2 WHERE id = $1",
+        &[&ticket_type, &(rows.len() as i32)],
+    )
+    .await?;
+    for row in &rows {
+        let entry = from_row(row);
+        let tenant: Uuid = row.get(8);
+        let email: Option<String> = row.get(9);
+        let event = tx
+            .query_one(
+                "SELECT title, starts_at, slug FROM event_service.events WHERE id = $1",
+                &[&entry.event_id],
+            )
+            .await?;
+        publish(
+            tx,
+            "waitlist.available",
+            Some(tenant.into()),
+            None,
+            json!({
+                "entryId": entry.id,
+                "eventId": entry.event_id,
+                "ticketTypeId": entry.ticket_type_id,
+                "userId": entry.user_id,
+                "email": email,
+                "expiresAt": entry.expires_at,
+                "event": {"eventId": entry.event_id, "title": event.get::<_, String>(0), "startsAt": event.get::<_, DateTime<Utc>>(1), "slug": event.get::<_, String>(2)},
+            }),
+        )
+        .await?;
+    }
+    Ok(rows.len())
+}
+
+/// Inside a group commit: the users of `users` holding a seat of this (locked) type get it
+/// released for their own registration and their entry converted. Returns who they are.
+pub async fn convert_holds(
+    tx: &Tx,
+    ticket_type: Uuid,
+    users: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>> {
+    let rows = tx
+        .query(
+            "UPDATE event_service.waiting_list SET status = 'CONVERTED'
+             WHERE ticket_type_id = $1 AND user_id = ANY($2) AND status = 'NOTIFIED' AND expires_at > $3
+             RETURNING user_id",
+            &[&ticket_type, &users, &now],
+        )
+        .await?;
+    if !rows.is_empty() {
+        tx.execute(
+            "UPDATE event_service.ticket_types SET reserved_count = reserved_count - $2 WHERE id = $1",
+            &[&ticket_type, &(rows.len() as i32)],
+        )
+        .await?;
+    }
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Expires holds not used within 24 hours and offers their seats to the next people.
+pub async fn expire_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
+    let tx = db.begin(Scope::system()).await?;
+    let due: Vec<(Uuid, Uuid)> = tx
+        .query(
+            "SELECT id, ticket_type_id FROM event_service.waiting_list WHERE status = 'NOTIFIED' AND expires_at <= $1
+             ORDER BY ticket_type_id LIMIT 500",
+            &[&now],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut expired = 0;
+    for (id, ticket_type) in due {
+        tx.execute(
+            "SELECT 1 FROM event_service.ticket_types WHERE id = $1 FOR UPDATE",
+            &[&ticket_type],
+        )
+        .await?;
+        let changed = tx
+            .execute(
+                "UPDATE event_service.waiting_list SET status = 'EXPIRED' WHERE id = $1 AND status = 'NOTIFIED' AND expires_at <= $2",
+                &[&id, &now],
+            )
+            .await?;
+        if changed == 1 {
+            release_hold(&tx, ticket_type).await?;
+            notify_next(&tx, ticket_type, now).await?;
+            expired += 1;
+        }
+    }
+    tx.commit().await?;
+    Ok(expired)
+}
+
+/// The user's entries for an event.
+pub async fn mine(db: &Database, user: UserId, event: Uuid) -> Result<Vec<Entry>> {
+    let tx = db.begin(Scope::user(user)).await?;
+    let rows = tx
+        .query(&format!("SELECT {COLUMNS} FROM event_service.waiting_list WHERE event_id = $1 AND user_id = $2 ORDER BY created_at"), &[&event, &user.as_uuid()])
+        .await?;
+    tx.commit().await?;
+    Ok(rows.iter().map(from_row).collect())
+}
