@@ -91,7 +91,7 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         clock: clock.clone(),
         mailer,
         tokens: Arc::new(Tokens::new(&secret)),
-        ticketing: Arc::new(Ticketing::new(db.clone(), clock.clone())),
+        ticketing: Arc::new(Ticketing::new(db.clone(), clock.clone(), &config.ticketing)),
     };
 
     let schemas: Vec<Schema> = node_config

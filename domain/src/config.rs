@@ -178,6 +178,8 @@ pub struct Config {
     pub http: HttpConfig,
     /// The gateway: rate limits, trusted proxies, forwarding.
     pub gateway: GatewayConfig,
+    /// How seats are sold.
+    pub ticketing: TicketingConfig,
     /// ClickHouse for analytics; PostgreSQL is used when absent.
     pub clickhouse: UrlConfig,
     /// Redis for shared rate limits; in memory when absent.
@@ -278,6 +280,36 @@ impl Default for GatewayConfig {
     }
 }
 
+/// Ticketing settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TicketingConfig {
+    /// `actors`: one actor per ticket type with group commit (the default); `direct`: each
+    /// request takes the row lock in its own transaction (the benchmark's baseline).
+    pub mode: TicketingMode,
+    /// Largest group commit of a ticket-type actor.
+    pub batch: usize,
+}
+
+/// How seat requests reach the database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TicketingMode {
+    /// Through the ticket type's actor, batched.
+    Actors,
+    /// One transaction per request.
+    Direct,
+}
+
+impl Default for TicketingConfig {
+    fn default() -> Self {
+        TicketingConfig {
+            mode: TicketingMode::Actors,
+            batch: 256,
+        }
+    }
+}
+
 /// A backing service given by URL.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -374,6 +406,7 @@ impl Default for Config {
             broker: BrokerConfig::default(),
             http: HttpConfig::default(),
             gateway: GatewayConfig::default(),
+            ticketing: TicketingConfig::default(),
             clickhouse: UrlConfig::default(),
             redis: UrlConfig::default(),
             smtp: SmtpConfig::default(),

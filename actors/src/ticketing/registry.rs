@@ -2,6 +2,7 @@
 
 use super::ticket_type::{self, Job};
 use domain::clock::Clock;
+use domain::config::{TicketingConfig, TicketingMode};
 use domain::ids::TenantId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,15 +30,19 @@ impl std::error::Error for TicketingError {}
 pub struct Ticketing {
     db: Database,
     clock: Arc<dyn Clock>,
+    mode: TicketingMode,
+    batch: usize,
     actors: Mutex<HashMap<Uuid, mpsc::Sender<Job>>>,
 }
 
 impl Ticketing {
     /// An empty registry.
-    pub fn new(db: Database, clock: Arc<dyn Clock>) -> Ticketing {
+    pub fn new(db: Database, clock: Arc<dyn Clock>, config: &TicketingConfig) -> Ticketing {
         Ticketing {
             db,
             clock,
+            mode: config.mode,
+            batch: config.batch,
             actors: Mutex::new(HashMap::new()),
         }
     }
@@ -55,6 +60,7 @@ impl Ticketing {
             self.clock.clone(),
             tenant,
             ticket_type,
+            self.batch,
             receiver,
         ));
         actors.insert(ticket_type, sender.clone());
@@ -68,6 +74,11 @@ impl Ticketing {
         ticket_type: Uuid,
         request: SeatRequest,
     ) -> Result<SeatOutcome, TicketingError> {
+        if self.mode == TicketingMode::Direct {
+            return ticket_type::single(&self.db, tenant, ticket_type, &request, self.clock.now())
+                .await
+                .map_err(TicketingError);
+        }
         // An actor that stopped (idle, or panicked) between lookup and send is replaced once.
         for _ in 0..2 {
             let (reply, answer) = oneshot::channel();

@@ -12,8 +12,6 @@ use storage::events::registrations::{self, SeatOutcome, SeatRequest};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-/// Largest group commit.
-const BATCH: usize = 256;
 /// An actor without requests for this long stops.
 pub const IDLE: Duration = Duration::from_secs(300);
 
@@ -31,12 +29,14 @@ pub async fn run(
     clock: Arc<dyn Clock>,
     tenant: TenantId,
     ticket_type: Uuid,
+    batch: usize,
     mut mailbox: mpsc::Receiver<Job>,
 ) {
-    let mut jobs = Vec::with_capacity(BATCH);
+    let batch = batch.max(1);
+    let mut jobs = Vec::with_capacity(batch);
     loop {
         jobs.clear();
-        match tokio::time::timeout(IDLE, mailbox.recv_many(&mut jobs, BATCH)).await {
+        match tokio::time::timeout(IDLE, mailbox.recv_many(&mut jobs, batch)).await {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
@@ -65,7 +65,9 @@ pub async fn run(
     }
 }
 
-async fn single(
+/// One request on its own: the row lock is taken in the caller's transaction (the baseline
+/// without actors, and the fallback after a conflict).
+pub async fn single(
     db: &Database,
     tenant: TenantId,
     ticket_type: Uuid,

@@ -23,7 +23,7 @@ use storage::Scope;
 use storage::events::registrations::{
     self, Canceller, CheckInTarget, RegistrationFilter, SeatOutcome, SeatRequest,
 };
-use storage::events::{catalog, ticket_types};
+use storage::events::catalog;
 use uuid::Uuid;
 
 /// Filters of the registration list.
@@ -74,26 +74,19 @@ pub async fn create(
     errors.into_result()?;
 
     // Visibility is the caller's: a private event of a group they are not in is 404.
-    let event = catalog::get(&state.db, caller.scope(), event_id).await?;
+    let (event, ticket_type) = catalog::get_with_type(&state.db, caller.scope(), event_id, body.ticket_type_id).await?;
     if event.status != EventStatus::Published {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Событие не принимает регистрации",
-            "The event does not take registrations",
-        )
-        .into());
+        return Err(Refusal::with(ErrorCode::BusinessRule, "Событие не принимает регистрации", "The event does not take registrations").into());
     }
-    let ticket_type = ticket_types::get(&state.db, caller.scope(), event_id, body.ticket_type_id)
-        .await
-        .map_err(|_| {
-            ApiError::field(
-                "ticketTypeId",
-                FieldError::Invalid(domain::i18n::Text {
-                    ru: "Такого типа билета у события нет",
-                    en: "The event has no such ticket type",
-                }),
-            )
-        })?;
+    let ticket_type = ticket_type.ok_or_else(|| {
+        ApiError::field(
+            "ticketTypeId",
+            FieldError::Invalid(domain::i18n::Text {
+                ru: "Такого типа билета у события нет",
+                en: "The event has no such ticket type",
+            }),
+        )
+    })?;
     let now = state.clock.now();
     if !ticket_type.is_active
         || ticket_type.sales_start.is_some_and(|s| now < s)

@@ -614,3 +614,29 @@ pub async fn remind_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
     tx.commit().await?;
     Ok(rows.len())
 }
+
+/// An event and one of its ticket types, as the scope sees them, read in one transaction
+/// (the registration path reads both for every request).
+pub async fn get_with_type(
+    db: &Database,
+    scope: Scope,
+    id: Uuid,
+    ticket_type: Uuid,
+) -> Result<(Event, Option<super::ticket_types::TicketType>)> {
+    let tx = db.begin(scope).await?;
+    let row = tx
+        .query_opt(&format!("SELECT {COLUMNS} FROM event_service.events WHERE id = $1 AND deleted_at IS NULL"), &[&id])
+        .await?
+        .ok_or_else(Refusal::not_found)?;
+    let kind = tx
+        .query_opt(
+            &format!(
+                "SELECT {} FROM event_service.ticket_types WHERE id = $1 AND event_id = $2",
+                super::ticket_types::COLUMNS
+            ),
+            &[&ticket_type, &id],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok((from_row(&row), kind.as_ref().map(super::ticket_types::from_row)))
+}

@@ -50,10 +50,10 @@ pub struct TicketType {
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, event_id, name, description, price_cents, currency, quantity, sold_count, reserved_count,
+pub(crate) const COLUMNS: &str = "id, event_id, name, description, price_cents, currency, quantity, sold_count, reserved_count,
     reservation_minutes, prepayment_percent, sales_start, sales_end, sort_order, is_active, created_at, updated_at";
 
-fn from_row(row: &Row) -> TicketType {
+pub(crate) fn from_row(row: &Row) -> TicketType {
     TicketType {
         id: row.get(0),
         event_id: row.get(1),
