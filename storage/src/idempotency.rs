@@ -15,7 +15,8 @@ const ABANDONED_AFTER_SECONDS: f64 = 300.0;
 /// (e.g. "already registered"). This keeps two fsyncs per request off the hot path.
 async fn bookkeeping(db: &Database) -> Result<crate::Tx, DbError> {
     let tx = db.begin(crate::Scope::anonymous()).await?;
-    tx.batch_execute("SET LOCAL synchronous_commit TO OFF").await?;
+    tx.batch_execute("SET LOCAL synchronous_commit TO OFF")
+        .await?;
     Ok(tx)
 }
 

@@ -16,17 +16,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use storage::events::{catalog, registrations, ticket_types};
 
 fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn config(db_url: &str, mode: TicketingMode) -> Config {
     let mut config = Config::default();
     for addr in config.services.values_mut() {
-        *addr = ServiceAddr { listen: "127.0.0.1:0".into(), url: "http://127.0.0.1:0".into() };
+        *addr = ServiceAddr {
+            listen: "127.0.0.1:0".into(),
+            url: "http://127.0.0.1:0".into(),
+        };
     }
     config.database.url = db_url.to_string();
     config.database.pool_size = 48;
-    config.auth.jwt_secret = Some(domain::config::Secret::new("bench-secret-bench-secret-bench"));
+    config.auth.jwt_secret = Some(domain::config::Secret::new(
+        "bench-secret-bench-secret-bench",
+    ));
     config.log.filter = "error".into();
     config.gateway.user_per_minute = u32::MAX;
     config.ticketing.mode = mode;
@@ -44,8 +52,16 @@ struct Outcome {
     seats: usize,
 }
 
-async fn burst(db_url: &str, mode: TicketingMode, requests: usize, seats: usize, concurrency: usize) -> anyhow::Result<Outcome> {
-    let node = bilet::node::start(config(db_url, mode)).await.context("start the node")?;
+async fn burst(
+    db_url: &str,
+    mode: TicketingMode,
+    requests: usize,
+    seats: usize,
+    concurrency: usize,
+) -> anyhow::Result<Outcome> {
+    let node = bilet::node::start(config(db_url, mode))
+        .await
+        .context("start the node")?;
     let gateway = format!("http://{}", node.addrs[&Service::Gateway]);
     let db = node.state.db.clone();
     let (tenant, organizer) = (TenantId::new(), UserId::new());
@@ -98,11 +114,21 @@ async fn burst(db_url: &str, mode: TicketingMode, requests: usize, seats: usize,
     // Tokens are signed directly: the benchmark is about selling, not signing in.
     let tokens: Arc<Vec<String>> = Arc::new(
         (0..requests)
-            .map(|_| node.state.tokens.issue(UserId::new(), None, None, vec![], None, Utc::now()).map(|t| t.token))
+            .map(|_| {
+                node.state
+                    .tokens
+                    .issue(UserId::new(), None, None, vec![], None, Utc::now())
+                    .map(|t| t.token)
+            })
             .collect::<Result<_, _>>()?,
     );
-    let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).build()?;
-    let url = Arc::new(format!("{gateway}/api/v1/events/{}/registrations", event.id));
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()?;
+    let url = Arc::new(format!(
+        "{gateway}/api/v1/events/{}/registrations",
+        event.id
+    ));
     let body = Arc::new(serde_json::json!({"ticketTypeId": ticket_type.id}).to_string());
     let created = Arc::new(AtomicUsize::new(0));
     let sold_out = Arc::new(AtomicUsize::new(0));
@@ -110,7 +136,8 @@ async fn burst(db_url: &str, mode: TicketingMode, requests: usize, seats: usize,
     let figures = {
         let (created, sold_out, errors) = (created.clone(), sold_out.clone(), errors.clone());
         run(requests, concurrency, move |i| {
-            let (client, url, body, tokens) = (client.clone(), url.clone(), body.clone(), tokens.clone());
+            let (client, url, body, tokens) =
+                (client.clone(), url.clone(), body.clone(), tokens.clone());
             let (created, sold_out, errors) = (created.clone(), sold_out.clone(), errors.clone());
             async move {
                 let reply = client
@@ -157,15 +184,23 @@ async fn main() -> anyhow::Result<()> {
     let requests = env_or("REQUESTS", 20_000);
     let seats = env_or("SEATS", 15_000);
     let concurrency = env_or("CONCURRENCY", 256);
-    let admin_url = std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let admin_url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let db_url = match admin_url.rsplit_once('/') {
         Some((base, _)) => format!("{base}/bilet_bench"),
         None => admin_url.clone(),
     };
-    println!("burst: {requests} registrations for {seats} free seats of one ticket type, {concurrency} concurrent, through the gateway\n");
-    println!("| ticketing | successes/s | p50 ms | p95 ms | p99 ms | created | sold out | errors | rows | sold_count | oversold | lost |");
+    println!(
+        "burst: {requests} registrations for {seats} free seats of one ticket type, {concurrency} concurrent, through the gateway\n"
+    );
+    println!(
+        "| ticketing | successes/s | p50 ms | p95 ms | p99 ms | created | sold out | errors | rows | sold_count | oversold | lost |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for (name, mode) in [("actors, group commit", TicketingMode::Actors), ("baseline: row lock per request", TicketingMode::Direct)] {
+    for (name, mode) in [
+        ("actors, group commit", TicketingMode::Actors),
+        ("baseline: row lock per request", TicketingMode::Direct),
+    ] {
         let o = burst(&db_url, mode, requests, seats, concurrency).await?;
         let successes_per_second = o.created as f64 / o.figures.elapsed.as_secs_f64();
         let oversold = (o.rows - o.seats as i64).max(0);

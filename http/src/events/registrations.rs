@@ -20,10 +20,10 @@ use domain::roles::Role;
 use domain::validation::{FieldError, FieldErrors};
 use serde::Deserialize;
 use storage::Scope;
+use storage::events::catalog;
 use storage::events::registrations::{
     self, Canceller, CheckInTarget, RegistrationFilter, SeatOutcome, SeatRequest,
 };
-use storage::events::catalog;
 use uuid::Uuid;
 
 /// Filters of the registration list.
@@ -74,9 +74,15 @@ pub async fn create(
     errors.into_result()?;
 
     // Visibility is the caller's: a private event of a group they are not in is 404.
-    let (event, ticket_type) = catalog::get_with_type(&state.db, caller.scope(), event_id, body.ticket_type_id).await?;
+    let (event, ticket_type) =
+        catalog::get_with_type(&state.db, caller.scope(), event_id, body.ticket_type_id).await?;
     if event.status != EventStatus::Published {
-        return Err(Refusal::with(ErrorCode::BusinessRule, "Событие не принимает регистрации", "The event does not take registrations").into());
+        return Err(Refusal::with(
+            ErrorCode::BusinessRule,
+            "Событие не принимает регистрации",
+            "The event does not take registrations",
+        )
+        .into());
     }
     let ticket_type = ticket_type.ok_or_else(|| {
         ApiError::field(

@@ -625,7 +625,12 @@ pub async fn get_with_type(
 ) -> Result<(Event, Option<super::ticket_types::TicketType>)> {
     let tx = db.begin(scope).await?;
     let row = tx
-        .query_opt(&format!("SELECT {COLUMNS} FROM event_service.events WHERE id = $1 AND deleted_at IS NULL"), &[&id])
+        .query_opt(
+            &format!(
+                "SELECT {COLUMNS} FROM event_service.events WHERE id = $1 AND deleted_at IS NULL"
+            ),
+            &[&id],
+        )
         .await?
         .ok_or_else(Refusal::not_found)?;
     let kind = tx
@@ -638,5 +643,8 @@ pub async fn get_with_type(
         )
         .await?;
     tx.commit().await?;
-    Ok((from_row(&row), kind.as_ref().map(super::ticket_types::from_row)))
+    Ok((
+        from_row(&row),
+        kind.as_ref().map(super::ticket_types::from_row),
+    ))
 }
