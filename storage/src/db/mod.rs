@@ -152,7 +152,18 @@ impl Database {
 
     /// Opens a transaction that sees only what `scope` may see.
     pub async fn begin(&self, scope: Scope) -> Result<Tx, DbError> {
-        Tx::begin(self.pool.get().await?, scope).await
+        Tx::begin(self.pool.get().await?, scope, "").await
+    }
+
+    /// A transaction whose commit does not wait for the WAL flush, for bookkeeping whose
+    /// loss in a crash is harmless (see `idempotency`).
+    pub async fn begin_unflushed(&self, scope: Scope) -> Result<Tx, DbError> {
+        Tx::begin(
+            self.pool.get().await?,
+            scope,
+            "SET LOCAL synchronous_commit TO OFF;",
+        )
+        .await
     }
 
     /// Whether the database answers.

@@ -59,22 +59,26 @@ pub struct Tx {
 }
 
 impl Tx {
-    pub(super) async fn begin(client: Object, scope: Scope) -> Result<Tx, DbError> {
-        client.batch_execute("BEGIN").await?;
+    pub(super) async fn begin(client: Object, scope: Scope, extra: &str) -> Result<Tx, DbError> {
+        // One round trip: the settings are UUIDs we format ourselves and constants, never
+        // text from a client, so they can go into the statement itself.
+        let tenant = scope
+            .tenant
+            .map(|t| t.as_uuid().to_string())
+            .unwrap_or_default();
+        let user = scope
+            .user
+            .map(|u| u.as_uuid().to_string())
+            .unwrap_or_default();
+        let system = if scope.system { "on" } else { "" };
+        let sql = format!(
+            "BEGIN; SELECT set_config('app.tenant_id', '{tenant}', true), set_config('app.user_id', '{user}', true), \
+             set_config('app.system', '{system}', true); {extra}"
+        );
         let tx = Tx {
             client: Some(client),
         };
-        let tenant = scope.tenant.map(|t| t.to_string()).unwrap_or_default();
-        let user = scope.user.map(|u| u.to_string()).unwrap_or_default();
-        // set_config with is_local = true is SET LOCAL with bind parameters: the values
-        // never become SQL text.
-        let system = if scope.system { "on" } else { "" };
-        tx.execute(
-            "SELECT set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true),
-                    set_config('app.system', $3, true)",
-            &[&tenant, &user, &system],
-        )
-        .await?;
+        tx.batch_execute(&sql).await?;
         Ok(tx)
     }
 
