@@ -181,6 +181,7 @@ async fn burst(
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    bilet::logging::init(&std::env::var("RUST_LOG").unwrap_or_else(|_| "error".into()));
     let requests = env_or("REQUESTS", 20_000);
     let seats = env_or("SEATS", 15_000);
     let concurrency = env_or("CONCURRENCY", 256);
