@@ -154,6 +154,7 @@ pub async fn list(
     let filter = RegistrationFilter {
         status: query.status,
         ticket_type_id: query.ticket_type_id,
+        active_only: false,
     };
     let event = catalog::get(&state.db, caller.scope(), event_id).await?;
     let organizer = caller.tenant == Some(event.tenant_id)
@@ -163,26 +164,10 @@ pub async fn list(
             registrations::list(&state.db, caller.scope(), event_id, &filter, &page).await?;
         return Ok(Json(found.map(RegistrationDto::full)));
     }
-    let own = registrations::list(
-        &state.db,
-        Scope::user(user),
-        event_id,
-        &RegistrationFilter::default(),
-        &page,
-    )
-    .await?;
-    let participant = own
-        .data
-        .iter()
-        .any(|r| r.user_id == user && r.status.is_active());
-    if event.participants_visibility == ParticipantsVisibility::Open && participant {
-        // Everyone registered, as other participants may see them.
-        let active = RegistrationFilter {
-            status: filter.status.or(None),
-            ..filter
-        };
-        let found =
-            registrations::list(&state.db, Scope::system(), event_id, &active, &page).await?;
+    if event.participants_visibility == ParticipantsVisibility::Open
+        && let Some(found) =
+            registrations::list_as_participant(&state.db, user, event_id, &filter, &page).await?
+    {
         return Ok(Json(found.map(|r| {
             if r.user_id == user {
                 RegistrationDto::full(r)

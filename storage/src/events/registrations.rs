@@ -349,6 +349,8 @@ pub struct RegistrationFilter {
     pub status: Option<RegistrationStatus>,
     /// Only this ticket type.
     pub ticket_type_id: Option<Uuid>,
+    /// Only registrations that hold a seat.
+    pub active_only: bool,
 }
 
 /// Registrations of an event the scope may see, filtered and paged.
@@ -365,8 +367,9 @@ pub async fn list(
         &tx,
         COLUMNS,
         "FROM event_service.registrations r WHERE r.event_id = $1
-           AND ($2::text IS NULL OR r.status = $2) AND ($3::uuid IS NULL OR r.ticket_type_id = $3)",
-        &[&event, &status, &filter.ticket_type_id],
+           AND ($2::text IS NULL OR r.status = $2) AND ($3::uuid IS NULL OR r.ticket_type_id = $3)
+           AND (NOT $4 OR r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))",
+        &[&event, &status, &filter.ticket_type_id, &filter.active_only],
         request,
         "r.id",
         from_row,
@@ -374,6 +377,41 @@ pub async fn list(
     .await?;
     tx.commit().await?;
     Ok(found)
+}
+
+/// The registrations of an OPEN event as one of its participants may see them (everyone who
+/// holds a seat), or None when `user` holds no active registration there or the event is not
+/// OPEN.
+pub async fn list_as_participant(
+    db: &Database,
+    user: UserId,
+    event: Uuid,
+    filter: &RegistrationFilter,
+    request: &PageRequest,
+) -> Result<Option<Page<Registration>>> {
+    let tx = db.begin(Scope::user(user)).await?;
+    let allowed: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM event_service.registrations WHERE event_id = $1 AND user_id = $2
+                        AND status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))
+                AND EXISTS (SELECT 1 FROM event_service.events WHERE id = $1 AND participants_visibility = 'OPEN')",
+            &[&event, &user.as_uuid()],
+        )
+        .await?
+        .get(0);
+    tx.commit().await?;
+    if !allowed {
+        return Ok(None);
+    }
+    // Other participants' rows are not the user's to read under RLS; the check above is the
+    // permission, and the list is limited to this event's seat holders.
+    let everyone = RegistrationFilter {
+        active_only: true,
+        ..filter.clone()
+    };
+    Ok(Some(
+        list(db, Scope::system(), event, &everyone, request).await?,
+    ))
 }
 
 /// Locks a registration and its ticket type (always in that order of tables: ticket type
