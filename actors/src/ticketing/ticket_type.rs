@@ -42,23 +42,31 @@ pub async fn run(
         }
         let requests: Vec<SeatRequest> = jobs.iter().map(|j| j.request.clone()).collect();
         let now = clock.now();
-        let outcomes =
-            match registrations::commit_batch(&db, tenant, ticket_type, &requests, now).await {
-                Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
-                // A concurrent writer (another process, another type of the same event) or a code
-                // collision broke the batch: judge each request on its own.
-                Err(e) if registrations::is_conflict(&e) => {
-                    let mut one_by_one = Vec::with_capacity(requests.len());
-                    for request in &requests {
-                        one_by_one.push(single(&db, tenant, ticket_type, request, now).await);
-                    }
-                    one_by_one
+        let started = std::time::Instant::now();
+        let committed = registrations::commit_batch(&db, tenant, ticket_type, &requests, now).await;
+        tracing::debug!(
+            %ticket_type,
+            batch = requests.len(),
+            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            conflict = committed.as_ref().err().is_some_and(registrations::is_conflict),
+            "group commit"
+        );
+        let outcomes = match committed {
+            Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
+            // A concurrent writer (another process, another type of the same event) or a code
+            // collision broke the batch: judge each request on its own.
+            Err(e) if registrations::is_conflict(&e) => {
+                let mut one_by_one = Vec::with_capacity(requests.len());
+                for request in &requests {
+                    one_by_one.push(single(&db, tenant, ticket_type, request, now).await);
                 }
-                Err(e) => {
-                    tracing::error!(%ticket_type, error = %e, "group commit failed");
-                    vec![Err(e.to_string()); requests.len()]
-                }
-            };
+                one_by_one
+            }
+            Err(e) => {
+                tracing::error!(%ticket_type, error = %e, "group commit failed");
+                vec![Err(e.to_string()); requests.len()]
+            }
+        };
         for (job, outcome) in jobs.drain(..).zip(outcomes) {
             let _ = job.reply.send(outcome);
         }
