@@ -176,7 +176,9 @@ async fn event_summary(tx: &Tx, event: Uuid) -> Result<serde_json::Value> {
     }))
 }
 
-/// Judges and writes a batch of seat requests for one ticket type in one transaction.
+/// Judges and writes a batch of seat requests for one ticket type in one transaction of five
+/// round trips: open, lock-and-read (seats, who is registered, held seats, the event),
+/// insert-and-count, outbox-and-notify, commit.
 pub async fn commit_batch(
     db: &Database,
     tenant: TenantId,
@@ -185,11 +187,21 @@ pub async fn commit_batch(
     now: DateTime<Utc>,
 ) -> Result<Vec<SeatOutcome>> {
     let tx = db.begin(Scope::tenant(tenant, None)).await?;
+    let users: Vec<Uuid> = requests.iter().map(|r| r.user.as_uuid()).collect();
+    // The subqueries read the statement's snapshot; a registration committed elsewhere in
+    // the meantime is still refused by the unique index, and the batch is then retried one
+    // request at a time.
     let row = tx
         .query_opt(
-            "SELECT event_id, quantity, sold_count, reserved_count, price_cents, currency, reservation_minutes, is_active
-             FROM event_service.ticket_types WHERE id = $1 FOR UPDATE",
-            &[&ticket_type],
+            "SELECT t.event_id, t.quantity, t.sold_count, t.reserved_count, t.price_cents, t.currency,
+                    t.reservation_minutes, t.is_active,
+                    EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.ticket_type_id = t.id AND w.status = 'NOTIFIED'),
+                    ARRAY(SELECT r.user_id FROM event_service.registrations r WHERE r.event_id = t.event_id
+                          AND r.user_id = ANY($2) AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')),
+                    e.title, e.starts_at, e.ends_at, e.timezone, e.location_address, e.location_url, e.slug
+             FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
+             WHERE t.id = $1 FOR UPDATE OF t",
+            &[&ticket_type, &users],
         )
         .await?
         .ok_or_else(Refusal::not_found)?;
@@ -201,19 +213,24 @@ pub async fn commit_batch(
     if !row.get::<_, bool>(7) {
         return Ok(vec![SeatOutcome::NotOnSale; requests.len()]);
     }
-    let users: Vec<Uuid> = requests.iter().map(|r| r.user.as_uuid()).collect();
-    let mut taken: HashSet<Uuid> = tx
-        .query(
-            "SELECT user_id FROM event_service.registrations
-             WHERE event_id = $1 AND user_id = ANY($2) AND status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')",
-            &[&event, &users],
-        )
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let any_holds: bool = row.get(8);
+    let mut taken: HashSet<Uuid> = row.get::<_, Vec<Uuid>>(9).into_iter().collect();
+    let summary = json!({
+        "eventId": event,
+        "title": row.get::<_, String>(10),
+        "startsAt": row.get::<_, DateTime<Utc>>(11),
+        "endsAt": row.get::<_, Option<DateTime<Utc>>>(12),
+        "timezone": row.get::<_, String>(13),
+        "locationAddress": row.get::<_, Option<String>>(14),
+        "locationUrl": row.get::<_, Option<String>>(15),
+        "slug": row.get::<_, String>(16),
+    });
     // People holding a seat from the waiting list get it back for their own registration.
-    let holders = super::waitlist::convert_holds(&tx, ticket_type, &users, now).await?;
+    let holders = if any_holds {
+        super::waitlist::convert_holds(&tx, ticket_type, &users, now).await?
+    } else {
+        Vec::new()
+    };
     let status = RegistrationStatus::initial(price, minutes);
     let expires_at = match status {
         RegistrationStatus::Reserved => minutes.map(|m| now + Duration::minutes(m.into())),
@@ -261,6 +278,10 @@ pub async fn commit_batch(
             .iter()
             .map(|c| &requests[c.0].custom_fields)
             .collect();
+        let (sold_add, reserved_add) = match status.seat() {
+            Seat::Sold => (chosen.len() as i32, 0),
+            _ => (0, chosen.len() as i32),
+        };
         let rows = tx
             .query(
                 &format!(
@@ -273,6 +294,9 @@ pub async fn commit_batch(
                         FROM UNNEST($9::uuid[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[])
                              AS u(id, user_id, email, first_name, last_name, code, fields)
                         RETURNING *
+                     ), counted AS (
+                        UPDATE event_service.ticket_types SET sold_count = sold_count + $16, reserved_count = reserved_count + $17
+                        WHERE id = $3 RETURNING 1
                      ) SELECT {COLUMNS} FROM r"
                 ),
                 &[
@@ -291,22 +315,16 @@ pub async fn commit_batch(
                     &lasts,
                     &codes,
                     &fields,
+                    &sold_add,
+                    &reserved_add,
                 ],
             )
             .await?;
-        let (sold_add, reserved_add) = match status.seat() {
-            Seat::Sold => (chosen.len() as i32, 0),
-            _ => (0, chosen.len() as i32),
-        };
-        tx.execute(
-            "UPDATE event_service.ticket_types SET sold_count = sold_count + $2, reserved_count = reserved_count + $3
-             WHERE id = $1",
-            &[&ticket_type, &sold_add, &reserved_add],
-        )
-        .await?;
-        let summary = event_summary(&tx, event).await?;
+        // RETURNING order is not guaranteed: match the rows back to their requests by id.
+        let position: std::collections::HashMap<Uuid, usize> =
+            chosen.iter().map(|(i, id, _)| (*id, *i)).collect();
         let mut events = Vec::with_capacity(rows.len());
-        for (row, (i, _, _)) in rows.iter().zip(chosen.iter()) {
+        for row in &rows {
             let registration = from_row(row);
             events.push(Envelope::new(
                 "registration.created",
@@ -314,7 +332,9 @@ pub async fn commit_batch(
                 Some(registration.user_id),
                 payload(&registration, &summary),
             ));
-            outcomes[*i] = SeatOutcome::Created(Box::new(registration));
+            if let Some(i) = position.get(&registration.id) {
+                outcomes[*i] = SeatOutcome::Created(Box::new(registration));
+            }
         }
         crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events).await?;
     }

@@ -71,15 +71,17 @@ pub async fn enqueue_many(tx: &Tx, schema: Schema, events: &[Envelope]) -> Resul
         .collect();
     let times: Vec<chrono::DateTime<chrono::Utc>> = events.iter().map(|e| e.occurred_at).collect();
     let data: Vec<&serde_json::Value> = events.iter().map(|e| &e.data).collect();
-    tx.execute(
+    // One round trip: the rows and the relay's wake-up (delivered at commit).
+    tx.query(
         &format!(
-            "INSERT INTO {s}.outbox (id, event_type, tenant_id, actor_id, occurred_at, data)
-             SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::timestamptz[], $6::jsonb[])"
+            "WITH o AS (
+                INSERT INTO {s}.outbox (id, event_type, tenant_id, actor_id, occurred_at, data)
+                SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::timestamptz[], $6::jsonb[])
+                RETURNING 1
+             ) SELECT pg_notify('{CHANNEL}', '{s}') FROM (SELECT 1 FROM o LIMIT 1) AS any_row"
         ),
         &[&ids, &types, &tenants, &actors, &times, &data],
     )
     .await?;
-    tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &s])
-        .await?;
     Ok(())
 }
