@@ -211,6 +211,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     }
 }
 
+/// For `Option<Option<T>>` fields: an absent field stays `None`, an explicit null becomes
+/// `Some(None)` (use with `#[serde(default, deserialize_with = "crate::extract::nullable")]`).
+pub fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
 /// A JSON body that may be absent: an empty body gives `None`, anything else is checked like
 /// `Json`.
 pub struct MaybeJson<T>(pub Option<T>);

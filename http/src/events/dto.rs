@@ -3,17 +3,11 @@
 use chrono::{DateTime, Utc};
 use domain::events::lifecycle::{EventStatus, ParticipantsVisibility};
 use domain::events::validation::LocationType;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use storage::events::catalog::Event;
 use storage::events::ticket_types::TicketType;
 use utoipa::ToSchema;
 use uuid::Uuid;
-
-fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
 
 /// A new event.
 #[derive(Deserialize, ToSchema)]
@@ -58,7 +52,7 @@ pub struct UpdateEventRequest {
     /// Description.
     pub description: Option<String>,
     /// Group (null makes the event public).
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<Uuid>)]
     pub group_id: Option<Option<Uuid>>,
     /// Participant visibility.
@@ -66,25 +60,25 @@ pub struct UpdateEventRequest {
     /// Start.
     pub starts_at: Option<DateTime<Utc>>,
     /// End.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<DateTime<Utc>>)]
     pub ends_at: Option<Option<DateTime<Utc>>>,
     /// Time zone.
     pub timezone: Option<String>,
     /// Kind of place.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<LocationType>)]
     pub location_type: Option<Option<LocationType>>,
     /// Address.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<String>)]
     pub location_address: Option<Option<String>>,
     /// URL.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<String>)]
     pub location_url: Option<Option<String>>,
     /// Cover image.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<Uuid>)]
     pub cover_image_id: Option<Option<Uuid>>,
     /// Settings (replaces the current object).

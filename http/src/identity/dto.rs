@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use domain::roles::Role;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use storage::identity::groups::{Group, GroupMember};
 use storage::identity::invites::Invite;
 use storage::identity::members::Member;
@@ -11,13 +11,6 @@ use storage::identity::requests::OrgRequest;
 use storage::identity::users::User;
 use utoipa::ToSchema;
 use uuid::Uuid;
-
-/// Distinguishes an absent field (`None`) from an explicit null (`Some(None)`).
-fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
 
 /// Registration by email.
 #[derive(Deserialize, ToSchema)]
@@ -166,7 +159,7 @@ pub struct UpdateUserRequest {
     /// Last name.
     pub last_name: Option<String>,
     /// Avatar media file.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<Uuid>)]
     pub avatar_id: Option<Option<Uuid>>,
 }
@@ -269,7 +262,7 @@ pub struct UpdateOrganizationRequest {
     /// Logo URL.
     pub logo_url: Option<String>,
     /// Logo media file; null removes it.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<Uuid>)]
     pub logo_id: Option<Option<Uuid>>,
     /// Settings object (replaces the current one).

@@ -559,57 +559,48 @@ pub async fn delete(
 /// Completes every published event whose end (or start, without an end) has passed.
 /// Returns how many were completed.
 pub async fn complete_ended(db: &Database, now: DateTime<Utc>) -> Result<usize> {
-    let tx = db.begin(Scope::system()).await?;
-    let rows = tx
-        .query(
-            &format!(
-                "UPDATE event_service.events SET status = 'COMPLETED', updated_at = $1
-                 WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND COALESCE(ends_at, starts_at) < $1
-                 RETURNING {COLUMNS}"
-            ),
-            &[&now],
-        )
-        .await?;
-    for row in &rows {
-        let event = from_row(row);
-        publish(
-            &tx,
-            "event.completed",
-            Some(event.tenant_id),
-            None,
-            payload(&event),
-        )
-        .await?;
-    }
-    tx.commit().await?;
-    Ok(rows.len())
+    update_and_announce(
+        db,
+        "SET status = 'COMPLETED', updated_at = $1
+         WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND COALESCE(ends_at, starts_at) < $1",
+        "event.completed",
+        now,
+    )
+    .await
 }
 
 /// Publishes event.reminder once for every published event starting within 24 hours.
 /// Returns how many reminders went out.
 pub async fn remind_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
+    update_and_announce(
+        db,
+        "SET reminder_sent_at = $1
+         WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND reminder_sent_at IS NULL
+           AND starts_at > $1 AND starts_at <= $1 + interval '24 hours'",
+        "event.reminder",
+        now,
+    )
+    .await
+}
+
+/// A job across tenants: updates the events `set_where` selects (with `$1` = now) and
+/// publishes `kind` for each of them.
+async fn update_and_announce(
+    db: &Database,
+    set_where: &str,
+    kind: &str,
+    now: DateTime<Utc>,
+) -> Result<usize> {
     let tx = db.begin(Scope::system()).await?;
     let rows = tx
         .query(
-            &format!(
-                "UPDATE event_service.events SET reminder_sent_at = $1
-                 WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND reminder_sent_at IS NULL
-                   AND starts_at > $1 AND starts_at <= $1 + interval '24 hours'
-                 RETURNING {COLUMNS}"
-            ),
+            &format!("UPDATE event_service.events {set_where} RETURNING {COLUMNS}"),
             &[&now],
         )
         .await?;
     for row in &rows {
         let event = from_row(row);
-        publish(
-            &tx,
-            "event.reminder",
-            Some(event.tenant_id),
-            None,
-            payload(&event),
-        )
-        .await?;
+        publish(&tx, kind, Some(event.tenant_id), None, payload(&event)).await?;
     }
     tx.commit().await?;
     Ok(rows.len())

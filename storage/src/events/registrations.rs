@@ -158,22 +158,30 @@ pub enum SeatOutcome {
 async fn event_summary(tx: &Tx, event: Uuid) -> Result<serde_json::Value> {
     let row = tx
         .query_opt(
-            "SELECT title, starts_at, ends_at, timezone, location_address, location_url, slug
-             FROM event_service.events WHERE id = $1",
+            &format!("SELECT {SUMMARY_COLUMNS} FROM event_service.events e WHERE e.id = $1"),
             &[&event],
         )
         .await?
         .ok_or_else(Refusal::not_found)?;
-    Ok(json!({
+    Ok(summary_from(&row, event, 0))
+}
+
+/// The event columns of a summary, read by `summary_from`.
+const SUMMARY_COLUMNS: &str =
+    "e.title, e.starts_at, e.ends_at, e.timezone, e.location_address, e.location_url, e.slug";
+
+/// The summary of an event from `SUMMARY_COLUMNS` starting at column `at` of `row`.
+fn summary_from(row: &Row, event: Uuid, at: usize) -> serde_json::Value {
+    json!({
         "eventId": event,
-        "title": row.get::<_, String>(0),
-        "startsAt": row.get::<_, DateTime<Utc>>(1),
-        "endsAt": row.get::<_, Option<DateTime<Utc>>>(2),
-        "timezone": row.get::<_, String>(3),
-        "locationAddress": row.get::<_, Option<String>>(4),
-        "locationUrl": row.get::<_, Option<String>>(5),
-        "slug": row.get::<_, String>(6),
-    }))
+        "title": row.get::<_, String>(at),
+        "startsAt": row.get::<_, DateTime<Utc>>(at + 1),
+        "endsAt": row.get::<_, Option<DateTime<Utc>>>(at + 2),
+        "timezone": row.get::<_, String>(at + 3),
+        "locationAddress": row.get::<_, Option<String>>(at + 4),
+        "locationUrl": row.get::<_, Option<String>>(at + 5),
+        "slug": row.get::<_, String>(at + 6),
+    })
 }
 
 /// Judges and writes a batch of seat requests for one ticket type in one transaction of five
@@ -193,14 +201,16 @@ pub async fn commit_batch(
     // request at a time.
     let row = tx
         .query_opt(
-            "SELECT t.event_id, t.quantity, t.sold_count, t.reserved_count, t.price_cents, t.currency,
+            &format!(
+                "SELECT t.event_id, t.quantity, t.sold_count, t.reserved_count, t.price_cents, t.currency,
                     t.reservation_minutes, t.is_active,
                     EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.ticket_type_id = t.id AND w.status = 'NOTIFIED'),
                     ARRAY(SELECT r.user_id FROM event_service.registrations r WHERE r.event_id = t.event_id
                           AND r.user_id = ANY($2) AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')),
-                    e.title, e.starts_at, e.ends_at, e.timezone, e.location_address, e.location_url, e.slug
-             FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
-             WHERE t.id = $1 FOR UPDATE OF t",
+                    {SUMMARY_COLUMNS}
+                 FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
+                 WHERE t.id = $1 FOR UPDATE OF t"
+            ),
             &[&ticket_type, &users],
         )
         .await?
@@ -215,16 +225,7 @@ pub async fn commit_batch(
     }
     let any_holds: bool = row.get(8);
     let mut taken: HashSet<Uuid> = row.get::<_, Vec<Uuid>>(9).into_iter().collect();
-    let summary = json!({
-        "eventId": event,
-        "title": row.get::<_, String>(10),
-        "startsAt": row.get::<_, DateTime<Utc>>(11),
-        "endsAt": row.get::<_, Option<DateTime<Utc>>>(12),
-        "timezone": row.get::<_, String>(13),
-        "locationAddress": row.get::<_, Option<String>>(14),
-        "locationUrl": row.get::<_, Option<String>>(15),
-        "slug": row.get::<_, String>(16),
-    });
+    let summary = summary_from(&row, event, 10);
     // People holding a seat from the waiting list get it back for their own registration.
     let holders = if any_holds {
         super::waitlist::convert_holds(&tx, ticket_type, &users, now).await?
