@@ -226,7 +226,8 @@ async fn complete_ended_events(state: AppState, mut stop: watch::Receiver<bool>)
     }
 }
 
-/// Removes expired refresh and mail tokens and old idempotency keys, every hour.
+/// Removes expired refresh and mail tokens and old idempotency keys (also those kept with
+/// seat requests), every hour.
 async fn hourly_cleanup(state: AppState, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(Duration::from_secs(3600));
     loop {
@@ -248,6 +249,11 @@ async fn hourly_cleanup(state: AppState, mut stop: watch::Receiver<bool>) {
             {
                 tracing::warn!(error = %e, "idempotency key cleanup failed");
             }
+        }
+        if let Err(e) =
+            storage::events::seats::purge(&state.db, state.config.http.idempotency_ttl_hours).await
+        {
+            tracing::warn!(error = %e, "seat request cleanup failed");
         }
     }
 }

@@ -19,14 +19,16 @@ pub fn api_routes(service: Service, state: &AppState) -> Router<AppState> {
     // Each service step adds its routes here.
     match service {
         Service::Identity => crate::identity::routes(),
-        Service::Events => crate::events::routes().layer(axum::middleware::from_fn_with_state(
-            crate::idempotency::Idempotency {
-                db: state.db.clone(),
-                schema: storage::Schema::EventService,
-                body_limit: state.config.http.json_body_limit,
-            },
-            crate::idempotency::layer,
-        )),
+        Service::Events => crate::events::routes()
+            .layer(axum::middleware::from_fn_with_state(
+                crate::idempotency::Idempotency {
+                    db: state.db.clone(),
+                    schema: storage::Schema::EventService,
+                    body_limit: state.config.http.json_body_limit,
+                },
+                crate::idempotency::layer,
+            ))
+            .merge(crate::events::self_idempotent_routes()),
         Service::Gateway | Service::Notifications | Service::Media | Service::Analytics => {
             Router::new()
         }

@@ -202,6 +202,87 @@ async fn retries_with_the_same_key_return_the_same_registration() {
 }
 
 #[tokio::test]
+async fn a_key_keeps_its_first_answer_and_refuses_other_requests() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "One", "quantity": 1})).await;
+    let other_type = ctx
+        .post(
+            &format!("/api/v1/events/{event}/ticket-types"),
+            Some(&owner.access),
+            json!({"name": "Other", "quantity": 5}),
+        )
+        .await;
+    let other_type = other_type.body["id"].as_str().unwrap().to_string();
+
+    // The same key twice at the same moment: one seat, and both answers name it.
+    let (_, token) = participant();
+    let key = Uuid::new_v4().to_string();
+    let (a, b) = tokio::join!(
+        register(&ctx, &token, &event, &ticket_type, &key),
+        register(&ctx, &token, &event, &ticket_type, &key)
+    );
+    assert_eq!((a.status, b.status), (201, 201), "{} {}", a.body, b.body);
+    assert_eq!(a.body["id"], b.body["id"]);
+    let replayed = [&a, &b]
+        .iter()
+        .filter(|r| {
+            r.headers
+                .get("idempotent-replayed")
+                .is_some_and(|v| v == "true")
+        })
+        .count();
+    assert_eq!(replayed, 1, "exactly one of the two is the replay");
+    assert_eq!(audit(&ctx, &ticket_type).await, (1, 0, 1, 0));
+
+    // The same key for another ticket type is another request: refused, nothing written.
+    let reused = register(&ctx, &token, &event, &other_type, &key).await;
+    assert_eq!(reused.status, 422, "{}", reused.body);
+    assert_eq!(reused.body["code"], "idempotency_key_reused");
+    assert_eq!(audit(&ctx, &other_type).await, (0, 0, 0, 0));
+
+    // A refusal is an answer too: the retry gets "sold out" again even after a seat frees.
+    let (_, late) = participant();
+    let late_key = Uuid::new_v4().to_string();
+    let sold_out = register(&ctx, &late, &event, &ticket_type, &late_key).await;
+    assert_eq!(sold_out.status, 422);
+    assert_eq!(sold_out.body["code"], "sold_out");
+    let cancelled = send(
+        ctx.http
+            .delete(format!(
+                "{}/api/v1/registrations/{}",
+                ctx.base,
+                a.body["id"].as_str().unwrap()
+            ))
+            .bearer_auth(&token),
+    )
+    .await;
+    assert_eq!(cancelled.status, 204, "{}", cancelled.body);
+    let again = register(&ctx, &late, &event, &ticket_type, &late_key).await;
+    assert_eq!(again.status, 422);
+    assert_eq!(again.body["code"], "sold_out");
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    let fresh = register(
+        &ctx,
+        &late,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(
+        fresh.status, 201,
+        "a new key is a new attempt: {}",
+        fresh.body
+    );
+
+    let bad_key = register(&ctx, &late, &event, &ticket_type, "not-a-uuid").await;
+    assert_eq!(bad_key.status, 400);
+    assert!(bad_key.body["details"]["X-Idempotency-Key"].is_string());
+}
+
+#[tokio::test]
 async fn registrations_need_a_published_event_and_a_type_on_sale() {
     let ctx = Ctx::new().await;
     let admin = ctx.admin().await;

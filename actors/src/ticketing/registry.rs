@@ -3,11 +3,10 @@
 use super::ticket_type::{self, Job};
 use domain::clock::Clock;
 use domain::config::{TicketingConfig, TicketingMode};
-use domain::ids::TenantId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use storage::Database;
-use storage::events::registrations::{SeatOutcome, SeatRequest};
+use storage::events::seats::{SeatOutcome, SeatRequest};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -47,7 +46,7 @@ impl Ticketing {
         }
     }
 
-    fn mailbox(&self, tenant: TenantId, ticket_type: Uuid) -> mpsc::Sender<Job> {
+    fn mailbox(&self, ticket_type: Uuid) -> mpsc::Sender<Job> {
         let mut actors = self.actors.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(sender) = actors.get(&ticket_type)
             && !sender.is_closed()
@@ -58,7 +57,6 @@ impl Ticketing {
         tokio::spawn(ticket_type::run(
             self.db.clone(),
             self.clock.clone(),
-            tenant,
             ticket_type,
             self.batch,
             receiver,
@@ -70,12 +68,11 @@ impl Ticketing {
     /// Asks the ticket type's actor for a seat.
     pub async fn reserve(
         &self,
-        tenant: TenantId,
         ticket_type: Uuid,
         request: SeatRequest,
     ) -> Result<SeatOutcome, TicketingError> {
         if self.mode == TicketingMode::Direct {
-            return ticket_type::single(&self.db, tenant, ticket_type, &request, self.clock.now())
+            return ticket_type::direct(&self.db, ticket_type, &request, self.clock.now())
                 .await
                 .map_err(TicketingError);
         }
@@ -86,7 +83,7 @@ impl Ticketing {
                 request: request.clone(),
                 reply,
             };
-            if self.mailbox(tenant, ticket_type).send(job).await.is_err() {
+            if self.mailbox(ticket_type).send(job).await.is_err() {
                 self.actors
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

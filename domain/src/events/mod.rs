@@ -3,5 +3,6 @@
 
 pub mod lifecycle;
 pub mod registrations;
+pub mod seats;
 pub mod slug;
 pub mod validation;

@@ -16,7 +16,8 @@ use domain::ids::{TenantId, UserId};
 use domain::roles::Role;
 use utoipa::OpenApi;
 
-/// The routes of the event service.
+/// The routes of the event service that keep their idempotency keys in the generic store
+/// (the `X-Idempotency-Key` layer wraps them).
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/events", get(catalog::list).post(catalog::create))
@@ -40,7 +41,7 @@ pub fn routes() -> Router<AppState> {
         )
         .route(
             "/api/v1/events/{id}/registrations",
-            get(registrations::list).post(registrations::create),
+            get(registrations::list),
         )
         .route(
             "/api/v1/events/{id}/check-in",
@@ -58,6 +59,15 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/events/{id}/waitlist",
             post(waitlist::join).delete(waitlist::leave),
         )
+}
+
+/// Taking a seat keeps its idempotency record in the seat's own transaction (see
+/// `storage::events::seats`), so it stays outside the generic layer.
+pub fn self_idempotent_routes() -> Router<AppState> {
+    Router::new().route(
+        "/api/v1/events/{id}/registrations",
+        post(registrations::create),
+    )
 }
 
 #[derive(OpenApi)]

@@ -6,24 +6,25 @@ use super::organizer;
 use crate::context::Caller;
 use crate::error::ApiError;
 use crate::extract::{Json, MaybeJson, Path, Query};
-use crate::idempotency::IDEMPOTENCY_KEY;
+use crate::idempotency::{IDEMPOTENCY_KEY, REPLAYED};
 use crate::paging::PageParams;
 use crate::state::AppState;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use domain::error::{ErrorCode, Refusal};
-use domain::events::lifecycle::{EventStatus, ParticipantsVisibility};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use domain::error::ErrorCode;
+use domain::events::lifecycle::ParticipantsVisibility;
 use domain::events::registrations::{CheckInMethod, RegistrationStatus};
 use domain::identity::rules;
 use domain::paging::Page;
 use domain::roles::Role;
 use domain::validation::{FieldError, FieldErrors};
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use storage::Scope;
 use storage::events::catalog;
-use storage::events::registrations::{
-    self, Canceller, CheckInTarget, RegistrationFilter, SeatOutcome, SeatRequest,
-};
+use storage::events::registrations::{self, Canceller, CheckInTarget, RegistrationFilter};
+use storage::events::seats::{SeatOutcome, SeatRequest};
 use uuid::Uuid;
 
 /// Filters of the registration list.
@@ -37,7 +38,7 @@ pub struct RegistrationQuery {
 }
 
 /// Takes a seat. Needs `X-Idempotency-Key`: a retry with the same key returns the same
-/// registration.
+/// answer (marked `Idempotent-Replayed: true`); the key with another request is refused.
 #[utoipa::path(post, path = "/api/v1/events/{id}/registrations", tag = "registrations", request_body = CreateRegistrationRequest,
     params(("X-Idempotency-Key" = Uuid, Header, description = "required")),
     responses((status = 201, body = RegistrationDto), (status = 400, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
@@ -48,12 +49,25 @@ pub async fn create(
     headers: HeaderMap,
     Path(event_id): Path<Uuid>,
     Json(body): Json<CreateRegistrationRequest>,
-) -> Result<(StatusCode, Json<RegistrationDto>), ApiError> {
+) -> Result<Response, ApiError> {
     let user = caller.require_user()?;
     let mut errors = FieldErrors::new();
-    if !headers.contains_key(IDEMPOTENCY_KEY) {
-        errors.add("X-Idempotency-Key", FieldError::Required);
-    }
+    let key = match headers.get(IDEMPOTENCY_KEY) {
+        None => {
+            errors.add("X-Idempotency-Key", FieldError::Required);
+            None
+        }
+        Some(raw) => {
+            let key = raw
+                .to_str()
+                .ok()
+                .and_then(|k| Uuid::parse_str(k.trim()).ok());
+            if key.is_none() {
+                errors.add("X-Idempotency-Key", FieldError::InvalidFormat);
+            }
+            key
+        }
+    };
     let email = body
         .email
         .as_deref()
@@ -72,70 +86,100 @@ pub async fn create(
         errors.add("customFields", FieldError::TooLong { max: 16 * 1024 });
     }
     errors.into_result()?;
+    let key = key.ok_or_else(|| ApiError::field("X-Idempotency-Key", FieldError::Required))?;
 
-    // Visibility is the caller's: a private event of a group they are not in is 404.
-    let (event, ticket_type) =
-        catalog::get_with_type(&state.db, caller.scope(), event_id, body.ticket_type_id).await?;
-    if event.status != EventStatus::Published {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Событие не принимает регистрации",
-            "The event does not take registrations",
-        )
-        .into());
-    }
-    let ticket_type = ticket_type.ok_or_else(|| {
-        ApiError::field(
-            "ticketTypeId",
-            FieldError::Invalid(domain::i18n::Text {
-                ru: "Такого типа билета у события нет",
-                en: "The event has no such ticket type",
-            }),
-        )
-    })?;
-    let now = state.clock.now();
-    if !ticket_type.is_active
-        || ticket_type.sales_start.is_some_and(|s| now < s)
-        || ticket_type.sales_end.is_some_and(|e| now >= e)
-    {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Продажа этого типа билета закрыта",
-            "This ticket type is not on sale now",
-        )
-        .into());
-    }
     let request = SeatRequest {
+        event: event_id,
         user,
+        caller_tenant: caller.tenant,
+        key,
+        request_hash: request_hash(
+            event_id,
+            body.ticket_type_id,
+            &email,
+            &body.first_name,
+            &body.last_name,
+            &custom_fields,
+        ),
         email,
         first_name: body.first_name.trim().to_string(),
         last_name: body.last_name.trim().to_string(),
         custom_fields,
     };
+    // Visibility, the sales window and the key's earlier answers are judged by the ticket
+    // type's actor inside its group commit: a request costs no statement of its own.
     let outcome = state
         .ticketing
-        .reserve(event.tenant_id, ticket_type.id, request)
+        .reserve(body.ticket_type_id, request)
         .await
         .map_err(|e| ApiError::internal(&e))?;
+    match outcome {
+        SeatOutcome::Replayed(first) => {
+            let mut response = answer(&state, &caller, event_id, body.ticket_type_id, *first)
+                .await
+                .unwrap_or_else(IntoResponse::into_response);
+            response
+                .headers_mut()
+                .insert(REPLAYED, HeaderValue::from_static("true"));
+            Ok(response)
+        }
+        outcome => answer(&state, &caller, event_id, body.ticket_type_id, outcome).await,
+    }
+}
+
+/// The response to a judged seat request.
+async fn answer(
+    state: &AppState,
+    caller: &Caller,
+    event_id: Uuid,
+    ticket_type_id: Uuid,
+    outcome: SeatOutcome,
+) -> Result<Response, ApiError> {
     match outcome {
         SeatOutcome::Created(registration) => Ok((
             StatusCode::CREATED,
             Json(RegistrationDto::full(*registration)),
-        )),
-        SeatOutcome::SoldOut => Err(ApiError::new(ErrorCode::SoldOut)),
-        SeatOutcome::AlreadyRegistered => Err(Refusal::with(
-            ErrorCode::Conflict,
-            "Вы уже зарегистрированы на это событие",
-            "You are already registered for this event",
         )
-        .into()),
-        SeatOutcome::NotOnSale => Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Продажа этого типа билета закрыта",
-            "This ticket type is not on sale now",
-        )
-        .into()),
+            .into_response()),
+        SeatOutcome::Refused(refusal) => Err(refusal.refusal().into()),
+        SeatOutcome::KeyReused => Err(ApiError::new(ErrorCode::IdempotencyKeyReused)),
+        // Rare: tell "no such event" (404) from "no such ticket type" (400) with the caller's
+        // own read.
+        SeatOutcome::NotFound | SeatOutcome::Replayed(_) => {
+            let (_, ticket_type) =
+                catalog::get_with_type(&state.db, caller.scope(), event_id, ticket_type_id).await?;
+            match ticket_type {
+                None => Err(ApiError::field(
+                    "ticketTypeId",
+                    FieldError::Invalid(domain::i18n::Text {
+                        ru: "Такого типа билета у события нет",
+                        en: "The event has no such ticket type",
+                    }),
+                )),
+                Some(_) => Err(ApiError::new(ErrorCode::NotFound)),
+            }
+        }
     }
+}
+
+/// What a seat request asks for, hashed: the same key must come with the same request.
+fn request_hash(
+    event: Uuid,
+    ticket_type: Uuid,
+    email: &Option<String>,
+    first_name: &str,
+    last_name: &str,
+    custom_fields: &serde_json::Value,
+) -> Vec<u8> {
+    let canonical = serde_json::json!([
+        event,
+        ticket_type,
+        email,
+        first_name,
+        last_name,
+        custom_fields
+    ]);
+    Sha256::digest(canonical.to_string().as_bytes()).to_vec()
 }
 
 /// Registrations of an event: organizers see all; a participant sees their own, or, for an

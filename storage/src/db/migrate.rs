@@ -142,6 +142,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V4__registrations",
                 include_str!("../../../migrations/event_service/V4__registrations.sql"),
             ),
+            (
+                "V5__seat_requests",
+                include_str!("../../../migrations/event_service/V5__seat_requests.sql"),
+            ),
         ],
         Schema::NotificationService | Schema::MediaService | Schema::AnalyticsService => &[],
     };

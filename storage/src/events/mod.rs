@@ -5,6 +5,7 @@
 pub mod catalog;
 pub mod consumers;
 pub mod registrations;
+pub mod seats;
 pub mod ticket_types;
 pub mod waitlist;
 

@@ -1,20 +1,17 @@
-//! Registrations and their seats. Creation is a group commit: a batch of requests for one
-//! ticket type is judged against one locked ticket-type row and written in one transaction.
-//! Every other seat change (cancel, payment, expiry, check-in) locks the same row, so seats
+//! Registrations and their seats after creation (creation is the group commit in `seats`).
+//! Every seat change (cancel, payment, expiry, check-in) locks the same row, so seats
 //! are counted exactly; the CHECK on ticket_types and the unique active registration per
 //! user and event stay the final judges.
 
 use super::publish;
 use crate::db::{Database, DbError, Scope, Tx, page};
 use crate::error::Result;
-use chrono::{DateTime, Duration, Utc};
-use domain::envelope::Envelope;
+use chrono::{DateTime, Utc};
 use domain::error::{ErrorCode, Refusal};
-use domain::events::registrations::{CheckInMethod, RegistrationStatus, Seat, confirmation_code};
+use domain::events::registrations::{CheckInMethod, RegistrationStatus, Seat};
 use domain::ids::{TenantId, UserId};
 use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
 use serde_json::json;
-use std::collections::HashSet;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
@@ -78,11 +75,11 @@ pub struct Registration {
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "r.id, r.tenant_id, r.event_id, r.ticket_type_id, r.user_id, r.email, r.first_name, r.last_name,
+pub(super) const COLUMNS: &str = "r.id, r.tenant_id, r.event_id, r.ticket_type_id, r.user_id, r.email, r.first_name, r.last_name,
     r.confirmation_code, r.status, r.custom_fields, r.price_cents, r.currency, r.expires_at, r.cancelled_at,
     r.cancellation_reason, r.created_at, r.updated_at";
 
-fn from_row(row: &Row) -> Registration {
+pub(super) fn from_row(row: &Row) -> Registration {
     let status: String = row.get(9);
     Registration {
         id: row.get(0),
@@ -126,34 +123,6 @@ pub fn payload(r: &Registration, event: &serde_json::Value) -> serde_json::Value
     })
 }
 
-/// One person asking for a seat.
-#[derive(Clone, Debug)]
-pub struct SeatRequest {
-    /// Who.
-    pub user: UserId,
-    /// Email.
-    pub email: Option<String>,
-    /// First name.
-    pub first_name: String,
-    /// Last name.
-    pub last_name: String,
-    /// Answers to the organizer's questions.
-    pub custom_fields: serde_json::Value,
-}
-
-/// The answer to one seat request.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SeatOutcome {
-    /// Registered.
-    Created(Box<Registration>),
-    /// No seat left.
-    SoldOut,
-    /// The user already has an active registration for the event.
-    AlreadyRegistered,
-    /// The ticket type is not on sale.
-    NotOnSale,
-}
-
 /// What a batch needs to know about its event, for the events it publishes.
 async fn event_summary(tx: &Tx, event: Uuid) -> Result<serde_json::Value> {
     let row = tx
@@ -167,11 +136,11 @@ async fn event_summary(tx: &Tx, event: Uuid) -> Result<serde_json::Value> {
 }
 
 /// The event columns of a summary, read by `summary_from`.
-const SUMMARY_COLUMNS: &str =
+pub(super) const SUMMARY_COLUMNS: &str =
     "e.title, e.starts_at, e.ends_at, e.timezone, e.location_address, e.location_url, e.slug";
 
 /// The summary of an event from `SUMMARY_COLUMNS` starting at column `at` of `row`.
-fn summary_from(row: &Row, event: Uuid, at: usize) -> serde_json::Value {
+pub(super) fn summary_from(row: &Row, event: Uuid, at: usize) -> serde_json::Value {
     json!({
         "eventId": event,
         "title": row.get::<_, String>(at),
@@ -182,171 +151,6 @@ fn summary_from(row: &Row, event: Uuid, at: usize) -> serde_json::Value {
         "locationUrl": row.get::<_, Option<String>>(at + 5),
         "slug": row.get::<_, String>(at + 6),
     })
-}
-
-/// Judges and writes a batch of seat requests for one ticket type in one transaction of five
-/// round trips: open, lock-and-read (seats, who is registered, held seats, the event),
-/// insert-and-count, outbox-and-notify, commit.
-pub async fn commit_batch(
-    db: &Database,
-    tenant: TenantId,
-    ticket_type: Uuid,
-    requests: &[SeatRequest],
-    now: DateTime<Utc>,
-) -> Result<Vec<SeatOutcome>> {
-    let tx = db.begin(Scope::tenant(tenant, None)).await?;
-    let users: Vec<Uuid> = requests.iter().map(|r| r.user.as_uuid()).collect();
-    // The subqueries read the statement's snapshot; a registration committed elsewhere in
-    // the meantime is still refused by the unique index, and the batch is then retried one
-    // request at a time.
-    let row = tx
-        .query_opt(
-            &format!(
-                "SELECT t.event_id, t.quantity, t.sold_count, t.reserved_count, t.price_cents, t.currency,
-                    t.reservation_minutes, t.is_active,
-                    EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.ticket_type_id = t.id AND w.status = 'NOTIFIED'),
-                    ARRAY(SELECT r.user_id FROM event_service.registrations r WHERE r.event_id = t.event_id
-                          AND r.user_id = ANY($2) AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')),
-                    {SUMMARY_COLUMNS}
-                 FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
-                 WHERE t.id = $1 FOR UPDATE OF t"
-            ),
-            &[&ticket_type, &users],
-        )
-        .await?
-        .ok_or_else(Refusal::not_found)?;
-    let event: Uuid = row.get(0);
-    let (quantity, sold, reserved): (i32, i32, i32) = (row.get(1), row.get(2), row.get(3));
-    let price: i64 = row.get(4);
-    let currency: String = row.get(5);
-    let minutes: Option<i32> = row.get(6);
-    if !row.get::<_, bool>(7) {
-        return Ok(vec![SeatOutcome::NotOnSale; requests.len()]);
-    }
-    let any_holds: bool = row.get(8);
-    let mut taken: HashSet<Uuid> = row.get::<_, Vec<Uuid>>(9).into_iter().collect();
-    let summary = summary_from(&row, event, 10);
-    // People holding a seat from the waiting list get it back for their own registration.
-    let holders = if any_holds {
-        super::waitlist::convert_holds(&tx, ticket_type, &users, now).await?
-    } else {
-        Vec::new()
-    };
-    let status = RegistrationStatus::initial(price, minutes);
-    let expires_at = match status {
-        RegistrationStatus::Reserved => minutes.map(|m| now + Duration::minutes(m.into())),
-        _ => None,
-    };
-    // A held seat goes to its holder only; everyone else shares what is free.
-    let mut held: HashSet<Uuid> = holders.into_iter().collect();
-    let mut free = (quantity - sold - reserved).max(0);
-    let mut outcomes = Vec::with_capacity(requests.len());
-    let mut chosen: Vec<(usize, Uuid, String)> = Vec::new();
-    for (i, request) in requests.iter().enumerate() {
-        if !taken.insert(request.user.as_uuid()) {
-            outcomes.push(SeatOutcome::AlreadyRegistered);
-        } else if held.remove(&request.user.as_uuid()) {
-            chosen.push((i, Uuid::now_v7(), confirmation_code(rand::random())));
-            outcomes.push(SeatOutcome::SoldOut);
-        } else if free == 0 {
-            outcomes.push(SeatOutcome::SoldOut);
-        } else {
-            free -= 1;
-            chosen.push((i, Uuid::now_v7(), confirmation_code(rand::random())));
-            outcomes.push(SeatOutcome::SoldOut);
-        }
-    }
-    if !chosen.is_empty() {
-        let ids: Vec<Uuid> = chosen.iter().map(|c| c.1).collect();
-        let codes: Vec<&str> = chosen.iter().map(|c| c.2.as_str()).collect();
-        let users: Vec<Uuid> = chosen
-            .iter()
-            .map(|c| requests[c.0].user.as_uuid())
-            .collect();
-        let emails: Vec<Option<&str>> = chosen
-            .iter()
-            .map(|c| requests[c.0].email.as_deref())
-            .collect();
-        let firsts: Vec<&str> = chosen
-            .iter()
-            .map(|c| requests[c.0].first_name.as_str())
-            .collect();
-        let lasts: Vec<&str> = chosen
-            .iter()
-            .map(|c| requests[c.0].last_name.as_str())
-            .collect();
-        let fields: Vec<&serde_json::Value> = chosen
-            .iter()
-            .map(|c| &requests[c.0].custom_fields)
-            .collect();
-        let (sold_add, reserved_add) = match status.seat() {
-            Seat::Sold => (chosen.len() as i32, 0),
-            _ => (0, chosen.len() as i32),
-        };
-        let rows = tx
-            .query(
-                &format!(
-                    "WITH r AS (
-                        INSERT INTO event_service.registrations (id, tenant_id, event_id, ticket_type_id, user_id, email,
-                            first_name, last_name, confirmation_code, status, custom_fields, price_cents, currency,
-                            expires_at, created_at, updated_at)
-                        SELECT u.id, $1, $2, $3, u.user_id, u.email, u.first_name, u.last_name, u.code, $4, u.fields,
-                               $5, $6, $7, $8, $8
-                        FROM UNNEST($9::uuid[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[])
-                             AS u(id, user_id, email, first_name, last_name, code, fields)
-                        RETURNING *
-                     ), counted AS (
-                        UPDATE event_service.ticket_types SET sold_count = sold_count + $16, reserved_count = reserved_count + $17
-                        WHERE id = $3 RETURNING 1
-                     ) SELECT {COLUMNS} FROM r"
-                ),
-                &[
-                    &tenant.as_uuid(),
-                    &event,
-                    &ticket_type,
-                    &status.as_str(),
-                    &price,
-                    &currency,
-                    &expires_at,
-                    &now,
-                    &ids,
-                    &users,
-                    &emails,
-                    &firsts,
-                    &lasts,
-                    &codes,
-                    &fields,
-                    &sold_add,
-                    &reserved_add,
-                ],
-            )
-            .await?;
-        // RETURNING order is not guaranteed: match the rows back to their requests by id.
-        let position: std::collections::HashMap<Uuid, usize> =
-            chosen.iter().map(|(i, id, _)| (*id, *i)).collect();
-        let mut events = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let registration = from_row(row);
-            events.push(Envelope::new(
-                "registration.created",
-                Some(tenant),
-                Some(registration.user_id),
-                payload(&registration, &summary),
-            ));
-            if let Some(i) = position.get(&registration.id) {
-                outcomes[*i] = SeatOutcome::Created(Box::new(registration));
-            }
-        }
-        crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events).await?;
-    }
-    tx.commit().await?;
-    Ok(outcomes)
-}
-
-/// Whether a failed batch should be retried one request at a time (a conflict with a
-/// concurrent writer elsewhere, or a confirmation-code collision).
-pub fn is_conflict(error: &crate::Error) -> bool {
-    matches!(error, crate::Error::Db(e) if e.is_unique_violation())
 }
 
 /// A registration the scope may see (the participant's own, or the organizer's tenant's).
