@@ -112,7 +112,9 @@ pub async fn commit_batch(
     let tx = db.begin(Scope::tenant(tenant, None)).await?;
     let users: Vec<Uuid> = requests.iter().map(|r| r.user.as_uuid()).collect();
     let keys: Vec<Uuid> = requests.iter().map(|r| r.key).collect();
-    // The subqueries read the statement's snapshot; a registration committed elsewhere in
+    // Lookups per user go through LATERAL ... LIMIT 1 so each one is an index probe: during a
+    // burst the planner's statistics still describe an empty event and would scan all of
+    // its registrations for every batch. The subqueries read the statement's snapshot; a registration committed elsewhere in
     // the meantime is still refused by the unique index, and the batch is then retried one
     // request at a time.
     let offer_sql = format!(
@@ -120,8 +122,9 @@ pub async fn commit_batch(
             t.reservation_minutes, t.is_active, t.sales_start, t.sales_end,
             e.status, e.deleted_at IS NOT NULL, e.group_id IS NOT NULL,
             EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.ticket_type_id = t.id AND w.status = 'NOTIFIED'),
-            ARRAY(SELECT r.user_id FROM event_service.registrations r WHERE r.event_id = t.event_id
-                  AND r.user_id = ANY($2) AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')),
+            ARRAY(SELECT u.id FROM UNNEST($2::uuid[]) AS u(id) CROSS JOIN LATERAL (
+                    SELECT 1 FROM event_service.registrations r WHERE r.event_id = t.event_id AND r.user_id = u.id
+                    AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN') LIMIT 1) active),
             ARRAY(SELECT m.user_id FROM event_service.group_members m WHERE m.group_id = e.group_id AND m.user_id = ANY($2)),
             {SUMMARY_COLUMNS}
          FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
@@ -129,8 +132,10 @@ pub async fn commit_batch(
     );
     let answered_sql = format!(
         "SELECT {COLUMNS}, s.user_id, s.key, s.request_hash, s.outcome, s.registration_id IS NOT NULL
-         FROM event_service.seat_requests s LEFT JOIN event_service.registrations r ON r.id = s.registration_id
-         WHERE s.tenant_id = $1 AND (s.user_id, s.key) IN (SELECT * FROM UNNEST($2::uuid[], $3::uuid[]))"
+         FROM UNNEST($2::uuid[], $3::uuid[]) AS u(user_id, key)
+         CROSS JOIN LATERAL (SELECT * FROM event_service.seat_requests s
+             WHERE s.tenant_id = $1 AND s.user_id = u.user_id AND s.key = u.key LIMIT 1) s
+         LEFT JOIN event_service.registrations r ON r.id = s.registration_id"
     );
     let (offer_stmt, answered_stmt) = tokio::try_join!(
         tx.prepare_cached(&offer_sql),
