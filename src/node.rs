@@ -40,6 +40,8 @@ impl Node {
         for server in self.servers {
             let _ = server.await;
         }
+        // Servers are drained, so no seat request waits on an actor any more.
+        self.state.ticketing.stop_all().await;
         self.relay.stop().await;
     }
 }
@@ -137,6 +139,18 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         )));
         let timer = ReservationTimer::new(state.db.clone(), state.clock.clone());
         servers.push(tokio::spawn(timer.run(shutdown_rx.clone())));
+        // The actors own their reservation timers: start those with deadlines ahead.
+        let ticketing = state.ticketing.clone();
+        tokio::spawn(async move {
+            match ticketing.wake_pending().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    actors = n,
+                    "ticket-type actors woken for pending reservations"
+                ),
+                Err(e) => tracing::warn!(error = %e, "could not wake ticket-type actors"),
+            }
+        });
     }
     let mut addrs = BTreeMap::new();
     for service in &node_config.services {

@@ -289,6 +289,8 @@ pub struct TicketingConfig {
     pub mode: TicketingMode,
     /// Largest group commit of a ticket-type actor.
     pub batch: usize,
+    /// Seconds without requests after which an actor stops.
+    pub idle_seconds: u64,
 }
 
 /// How seat requests reach the database.
@@ -306,6 +308,7 @@ impl Default for TicketingConfig {
         TicketingConfig {
             mode: TicketingMode::Actors,
             batch: 256,
+            idle_seconds: 300,
         }
     }
 }

@@ -1029,3 +1029,83 @@ async fn reminders_go_out_once_a_day_before() {
         id.as_str()
     );
 }
+
+#[tokio::test]
+async fn the_event_actor_sends_its_own_reminder() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    use domain::clock::Clock;
+    let starts = ctx.clock.now() + Duration::hours(25);
+    let created = ctx
+        .post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": "Day after", "startsAt": starts.to_rfc3339()}),
+        )
+        .await;
+    let event = created.body["id"].as_str().unwrap().to_string();
+    let t = ctx
+        .post(
+            &format!("/api/v1/events/{event}/ticket-types"),
+            Some(&owner.access),
+            json!({"name": "Free", "quantity": 5}),
+        )
+        .await;
+    ctx.post_empty(
+        &format!("/api/v1/events/{event}/publish"),
+        Some(&owner.access),
+    )
+    .await;
+    // A registration starts the event's actor, which reads when the reminder is due.
+    let r = register(
+        &ctx,
+        &participant().1,
+        &event,
+        t.body["id"].as_str().unwrap(),
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(ctx.ticketing().running().await, 1);
+    assert!(ctx.events.of("event.reminder").is_empty());
+    // The node's sweep runs once a minute; the actor's timer checks within seconds.
+    ctx.clock.advance(Duration::hours(1) + Duration::minutes(1));
+    assert!(eventually(15, || async { !ctx.events.of("event.reminder").is_empty() }).await);
+    let reminders = ctx.events.of("event.reminder");
+    assert_eq!(reminders.len(), 1);
+    assert_eq!(reminders[0].data["eventId"], event.as_str());
+}
+
+#[tokio::test]
+async fn idle_actors_stop_and_start_again_on_the_next_request() {
+    let ctx = Ctx::with_config(|c| c.ticketing.idle_seconds = 1).await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 5})).await;
+    let first = register(
+        &ctx,
+        &participant().1,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    assert_eq!(ctx.ticketing().running().await, 1);
+    assert!(
+        eventually(10, || async { ctx.ticketing().running().await == 0 }).await,
+        "the event actor stops once its ticket-type actor stopped and it was idle"
+    );
+    let second = register(
+        &ctx,
+        &participant().1,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(second.status, 201, "{}", second.body);
+    assert_eq!(ctx.ticketing().running().await, 1);
+    assert_eq!(audit(&ctx, &ticket_type).await, (2, 0, 2, 0));
+}

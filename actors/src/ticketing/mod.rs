@@ -1,5 +1,7 @@
-//! Ticketing: the registry of ticket-type actors and the reservation timer.
+//! Ticketing: event actors supervising ticket-type actors (ractor), their registry, and the
+//! node's sweep over stored deadlines for whatever has no running actor.
 
+mod event;
 mod registry;
 mod ticket_type;
 mod timers;

@@ -1,20 +1,21 @@
-//! The actor of one ticket type. It takes every request waiting in its mailbox (up to a
-//! batch), judges them against one locked row and commits them together, then answers each.
-//! It stops after a while without work; the registry starts a new one on the next request.
+//! The actor of one ticket type (ractor). Seat requests queue in its mailbox; the first of a
+//! run asks the actor to flush, and by the time that flush message is handled every request
+//! that arrived meanwhile is pending too: they are judged against one locked row and committed
+//! together (group commit), then each gets its answer. The actor also owns the expiry timer of
+//! its reservations, rebuilt from the stored deadlines whenever it starts.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use domain::clock::Clock;
 use domain::events::seats::SeatRefusal;
 use domain::ids::TenantId;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::Arc;
 use std::time::Duration;
 use storage::Database;
+use storage::events::registrations;
 use storage::events::seats::{self, SeatOutcome, SeatRequest};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use uuid::Uuid;
-
-/// An actor without requests for this long stops.
-pub const IDLE: Duration = Duration::from_secs(300);
 
 /// A request and where to send its answer.
 pub struct Job {
@@ -24,34 +25,156 @@ pub struct Job {
     pub reply: oneshot::Sender<Result<SeatOutcome, String>>,
 }
 
-/// Runs the actor until it is idle or its mailbox closes. It first learns which tenant owns
-/// the ticket type; for an unknown ticket type it answers "not found" to what it holds and
-/// stops.
-pub async fn run(
-    db: Database,
-    clock: Arc<dyn Clock>,
-    ticket_type: Uuid,
-    batch: usize,
-    mut mailbox: mpsc::Receiver<Job>,
+/// What a ticket-type actor is told.
+pub enum TicketTypeMsg {
+    /// Someone asks for a seat.
+    Seat(Job),
+    /// Commit what is pending.
+    Flush,
+    /// A reservation deadline may have passed.
+    Expire,
+    /// Stop if nothing happened since activity number `.0`.
+    Idle(u64),
+}
+
+/// What the actor needs to start.
+pub struct TicketTypeArgs {
+    /// The pool.
+    pub db: Database,
+    /// The clock (tests move it).
+    pub clock: Arc<dyn Clock>,
+    /// Which ticket type.
+    pub ticket_type: Uuid,
+    /// Largest group commit.
+    pub batch: usize,
+    /// Without requests for this long, the actor stops.
+    pub idle: Duration,
+}
+
+/// The actor's state.
+pub struct TicketTypeState {
+    args: TicketTypeArgs,
+    /// The owning tenant; None when the ticket type does not exist.
+    tenant: Option<TenantId>,
+    pending: Vec<Job>,
+    flush_queued: bool,
+    activity: u64,
+    /// The earliest deadline a timer is already set for.
+    next_expiry: Option<DateTime<Utc>>,
+}
+
+/// The ticket-type actor.
+pub struct TicketTypeActor;
+
+impl Actor for TicketTypeActor {
+    type Msg = TicketTypeMsg;
+    type State = TicketTypeState;
+    type Arguments = TicketTypeArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<TicketTypeMsg>,
+        args: TicketTypeArgs,
+    ) -> Result<TicketTypeState, ActorProcessingErr> {
+        let tenant = seats::owner(&args.db, args.ticket_type).await?;
+        let next = registrations::next_expiry(&args.db, Some(args.ticket_type)).await?;
+        let mut state = TicketTypeState {
+            args,
+            tenant,
+            pending: Vec::new(),
+            flush_queued: false,
+            activity: 0,
+            next_expiry: None,
+        };
+        schedule_expiry(&myself, &mut state, next);
+        touch(&myself, &mut state);
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<TicketTypeMsg>,
+        message: TicketTypeMsg,
+        state: &mut TicketTypeState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            TicketTypeMsg::Seat(job) => {
+                touch(&myself, state);
+                if state.tenant.is_none() {
+                    let _ = job.reply.send(Ok(SeatOutcome::NotFound));
+                    return Ok(());
+                }
+                state.pending.push(job);
+                if !state.flush_queued {
+                    state.flush_queued = true;
+                    myself.send_message(TicketTypeMsg::Flush)?;
+                }
+            }
+            TicketTypeMsg::Flush => {
+                state.flush_queued = false;
+                flush(&myself, state).await;
+            }
+            TicketTypeMsg::Expire => {
+                state.next_expiry = None;
+                let (db, ticket_type) = (&state.args.db, state.args.ticket_type);
+                match registrations::expire_due(db, Some(ticket_type), state.args.clock.now()).await
+                {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(%ticket_type, expired = n, "reservations expired"),
+                    Err(e) => tracing::warn!(%ticket_type, error = %e, "reservation expiry failed"),
+                }
+                let next = registrations::next_expiry(db, Some(ticket_type))
+                    .await
+                    .unwrap_or(None);
+                schedule_expiry(&myself, state, next);
+            }
+            TicketTypeMsg::Idle(seen) => {
+                if seen == state.activity && state.pending.is_empty() {
+                    myself.stop(Some("idle".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Notes activity and arms the idle check.
+fn touch(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
+    state.activity += 1;
+    let seen = state.activity;
+    myself.send_after(state.args.idle, move || TicketTypeMsg::Idle(seen));
+}
+
+/// Sets a timer for `deadline` unless an earlier one is already set.
+fn schedule_expiry(
+    myself: &ActorRef<TicketTypeMsg>,
+    state: &mut TicketTypeState,
+    deadline: Option<DateTime<Utc>>,
 ) {
-    let batch = batch.max(1);
-    let mut jobs = Vec::with_capacity(batch);
-    let tenant = match seats::owner(&db, ticket_type).await {
-        Ok(Some(tenant)) => tenant,
-        Ok(None) => return answer_all(mailbox, Ok(SeatOutcome::NotFound)).await,
-        Err(e) => {
-            tracing::warn!(%ticket_type, error = %e, "ticket type lookup failed");
-            return answer_all(mailbox, Err(e.to_string())).await;
-        }
-    };
-    loop {
-        jobs.clear();
-        match tokio::time::timeout(IDLE, mailbox.recv_many(&mut jobs, batch)).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
+    let Some(deadline) = deadline else { return };
+    if state.next_expiry.is_some_and(|set| set <= deadline) {
+        return;
+    }
+    state.next_expiry = Some(deadline);
+    // The manual clock of tests does not move tokio's timers: never wait more than a second
+    // past what the clock says, so a moved clock is noticed.
+    let wait = (deadline - state.args.clock.now())
+        .to_std()
+        .unwrap_or(Duration::ZERO)
+        .min(Duration::from_secs(1));
+    myself.send_after(wait, || TicketTypeMsg::Expire);
+}
+
+/// Commits everything pending, `batch` requests at a time, and answers each request.
+async fn flush(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
+    let Some(tenant) = state.tenant else { return };
+    let (db, ticket_type) = (state.args.db.clone(), state.args.ticket_type);
+    let batch = state.args.batch.max(1);
+    while !state.pending.is_empty() {
+        let take = state.pending.len().min(batch);
+        let jobs: Vec<Job> = state.pending.drain(..take).collect();
         let requests: Vec<SeatRequest> = jobs.iter().map(|j| j.request.clone()).collect();
-        let now = clock.now();
+        let now = state.args.clock.now();
         let started = std::time::Instant::now();
         let committed = seats::commit_batch(&db, tenant, ticket_type, &requests, now).await;
         tracing::debug!(
@@ -61,7 +184,7 @@ pub async fn run(
             conflict = committed.as_ref().err().is_some_and(seats::is_conflict),
             "group commit"
         );
-        let outcomes = match committed {
+        let outcomes: Vec<Result<SeatOutcome, String>> = match committed {
             Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
             // A concurrent writer (another process, another type of the same event) or a code
             // collision broke the batch: judge each request on its own.
@@ -77,17 +200,17 @@ pub async fn run(
                 vec![Err(e.to_string()); requests.len()]
             }
         };
-        for (job, outcome) in jobs.drain(..).zip(outcomes) {
+        let earliest = outcomes
+            .iter()
+            .filter_map(|o| match o {
+                Ok(SeatOutcome::Created(r)) => r.expires_at,
+                _ => None,
+            })
+            .min();
+        schedule_expiry(myself, state, earliest);
+        for (job, outcome) in jobs.into_iter().zip(outcomes) {
             let _ = job.reply.send(outcome);
         }
-    }
-}
-
-/// Gives every waiting request the same answer and closes the mailbox.
-async fn answer_all(mut mailbox: mpsc::Receiver<Job>, answer: Result<SeatOutcome, String>) {
-    mailbox.close();
-    while let Some(job) = mailbox.recv().await {
-        let _ = job.reply.send(answer.clone());
     }
 }
 
@@ -97,7 +220,7 @@ pub async fn direct(
     db: &Database,
     ticket_type: Uuid,
     request: &SeatRequest,
-    now: chrono::DateTime<Utc>,
+    now: DateTime<Utc>,
 ) -> Result<SeatOutcome, String> {
     match seats::owner(db, ticket_type).await {
         Ok(Some(tenant)) => single(db, tenant, ticket_type, request, now).await,
@@ -112,7 +235,7 @@ pub async fn single(
     tenant: TenantId,
     ticket_type: Uuid,
     request: &SeatRequest,
-    now: chrono::DateTime<Utc>,
+    now: DateTime<Utc>,
 ) -> Result<SeatOutcome, String> {
     for _ in 0..3 {
         match seats::commit_batch(db, tenant, ticket_type, std::slice::from_ref(request), now).await

@@ -25,7 +25,7 @@ impl ReservationTimer {
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         loop {
             let now = self.clock.now();
-            match registrations::expire_due(&self.db, now).await {
+            match registrations::expire_due(&self.db, None, now).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(expired = n, "reservations expired"),
                 Err(e) => tracing::warn!(error = %e, "reservation expiry failed"),
@@ -35,7 +35,7 @@ impl ReservationTimer {
                 Ok(n) => tracing::info!(expired = n, "waiting-list holds expired"),
                 Err(e) => tracing::warn!(error = %e, "waiting-list expiry failed"),
             }
-            let wait = match registrations::next_expiry(&self.db).await {
+            let wait = match registrations::next_expiry(&self.db, None).await {
                 Ok(Some(next)) => (next - self.clock.now())
                     .to_std()
                     .unwrap_or(Duration::ZERO)

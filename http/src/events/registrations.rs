@@ -110,7 +110,7 @@ pub async fn create(
     // type's actor inside its group commit: a request costs no statement of its own.
     let outcome = state
         .ticketing
-        .reserve(body.ticket_type_id, request)
+        .reserve(event_id, body.ticket_type_id, request)
         .await
         .map_err(|e| ApiError::internal(&e))?;
     match outcome {

@@ -564,7 +564,7 @@ pub async fn complete_ended(db: &Database, now: DateTime<Utc>) -> Result<usize> 
         "SET status = 'COMPLETED', updated_at = $1
          WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND COALESCE(ends_at, starts_at) < $1",
         "event.completed",
-        now,
+        &[&now],
     )
     .await
 }
@@ -578,24 +578,54 @@ pub async fn remind_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
          WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND reminder_sent_at IS NULL
            AND starts_at > $1 AND starts_at <= $1 + interval '24 hours'",
         "event.reminder",
-        now,
+        &[&now],
     )
     .await
 }
 
-/// A job across tenants: updates the events `set_where` selects (with `$1` = now) and
+/// Publishes event.reminder for one event if it is due (the event's actor timer); the
+/// `reminder_sent_at` claim keeps it to once whoever gets there first.
+pub async fn remind(db: &Database, event: Uuid, now: DateTime<Utc>) -> Result<bool> {
+    let sent = update_and_announce(
+        db,
+        "SET reminder_sent_at = $1
+         WHERE id = $2 AND status = 'PUBLISHED' AND deleted_at IS NULL AND reminder_sent_at IS NULL
+           AND starts_at > $1 AND starts_at <= $1 + interval '24 hours'",
+        "event.reminder",
+        &[&now, &event],
+    )
+    .await?;
+    Ok(sent == 1)
+}
+
+/// When the reminder of `event` falls due (24 hours before it starts), while it is published
+/// and has had none.
+pub async fn reminder_due_at(db: &Database, event: Uuid) -> Result<Option<DateTime<Utc>>> {
+    let tx = db.begin(Scope::system()).await?;
+    let row = tx
+        .query_opt(
+            "SELECT starts_at - interval '24 hours' FROM event_service.events
+             WHERE id = $1 AND status = 'PUBLISHED' AND deleted_at IS NULL AND reminder_sent_at IS NULL",
+            &[&event],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// A job across tenants: updates the events `set_where` selects (with `params`) and
 /// publishes `kind` for each of them.
 async fn update_and_announce(
     db: &Database,
     set_where: &str,
     kind: &str,
-    now: DateTime<Utc>,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
 ) -> Result<usize> {
     let tx = db.begin(Scope::system()).await?;
     let rows = tx
         .query(
             &format!("UPDATE event_service.events {set_where} RETURNING {COLUMNS}"),
-            &[&now],
+            params,
         )
         .await?;
     for row in &rows {

@@ -421,13 +421,18 @@ pub async fn apply_payment(
 
 /// Expires every reservation whose time has run out; publishes reservation.expired for
 /// each. Returns how many expired.
-pub async fn expire_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
+pub async fn expire_due(
+    db: &Database,
+    ticket_type: Option<Uuid>,
+    now: DateTime<Utc>,
+) -> Result<usize> {
     let tx = db.begin(Scope::system()).await?;
     let due: Vec<Uuid> = tx
         .query(
             "SELECT id FROM event_service.registrations WHERE status = 'RESERVED' AND expires_at <= $1
+               AND ($2::uuid IS NULL OR ticket_type_id = $2)
              ORDER BY ticket_type_id, expires_at LIMIT 500",
-            &[&now],
+            &[&now, &ticket_type],
         )
         .await?
         .iter()
@@ -458,18 +463,37 @@ pub async fn expire_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
     Ok(expired)
 }
 
-/// The earliest reservation deadline, for the timer.
-pub async fn next_expiry(db: &Database) -> Result<Option<DateTime<Utc>>> {
+/// The earliest reservation deadline (of one ticket type, or of all), for the timers.
+pub async fn next_expiry(
+    db: &Database,
+    ticket_type: Option<Uuid>,
+) -> Result<Option<DateTime<Utc>>> {
     let tx = db.begin(Scope::system()).await?;
     let next: Option<DateTime<Utc>> = tx
         .query_one(
-            "SELECT min(expires_at) FROM event_service.registrations WHERE status = 'RESERVED'",
-            &[],
+            "SELECT min(expires_at) FROM event_service.registrations
+             WHERE status = 'RESERVED' AND ($1::uuid IS NULL OR ticket_type_id = $1)",
+            &[&ticket_type],
         )
         .await?
         .get(0);
     tx.commit().await?;
     Ok(next)
+}
+
+/// Ticket types (with their events) holding reservations that will expire: the actors to
+/// start when a process starts, so their timers exist again.
+pub async fn with_pending_expiry(db: &Database) -> Result<Vec<(Uuid, Uuid)>> {
+    let tx = db.begin(Scope::system()).await?;
+    let rows = tx
+        .query(
+            "SELECT DISTINCT event_id, ticket_type_id FROM event_service.registrations
+             WHERE status = 'RESERVED' AND expires_at IS NOT NULL",
+            &[],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
 /// What to check in.

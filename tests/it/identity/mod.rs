@@ -70,6 +70,18 @@ impl Ctx {
     }
 
     pub async fn with_broker(amqp: Option<(String, String)>) -> Ctx {
+        Ctx::build(amqp, |_| {}).await
+    }
+
+    /// A context whose node configuration `tweak` adjusts.
+    pub async fn with_config(tweak: impl FnOnce(&mut domain::config::Config)) -> Ctx {
+        Ctx::build(None, tweak).await
+    }
+
+    async fn build(
+        amqp: Option<(String, String)>,
+        tweak: impl FnOnce(&mut domain::config::Config),
+    ) -> Ctx {
         let t = TestDb::new().await;
         let mut config = t.config.clone();
         config.auth.bcrypt_cost = 4;
@@ -80,6 +92,7 @@ impl Ctx {
             config.broker.url = url;
             config.broker.exchange = exchange;
         }
+        tweak(&mut config);
         let clock = Arc::new(ManualClock::new(Utc::now()));
         let node = node::start_with_clock(config, clock.clone()).await.unwrap();
         let events = Arc::new(Recorder::default());
@@ -101,6 +114,11 @@ impl Ctx {
             events,
             http: reqwest::Client::new(),
         }
+    }
+
+    /// The node's ticketing actors.
+    pub fn ticketing(&self) -> std::sync::Arc<actors::ticketing::Ticketing> {
+        self._node.state.ticketing.clone()
     }
 
     /// The node's broker, to publish events other services would.

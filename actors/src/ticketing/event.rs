@@ -1,0 +1,192 @@
+//! The actor of one event (ractor): it supervises the ticket-type actors of the event (starts
+//! them on first use, starts a failed one again so its timers are rebuilt) and owns the
+//! event-level timer, the reminder 24 hours before the start, read from the database when it
+//! starts. It stops when it has been idle and no ticket-type actor runs under it.
+
+use super::ticket_type::{Job, TicketTypeActor, TicketTypeArgs, TicketTypeMsg};
+use domain::clock::Clock;
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use storage::Database;
+use storage::events::catalog;
+use uuid::Uuid;
+
+/// What an event actor is told.
+pub enum EventMsg {
+    /// A seat request for one of the event's ticket types.
+    Seat(Uuid, Box<Job>),
+    /// Start the actor of this ticket type now (its timers exist again).
+    Wake(Uuid),
+    /// The reminder may be due.
+    Remind,
+    /// Stop if nothing happened since activity number `.0`.
+    Idle(u64),
+}
+
+/// What the actor needs to start.
+pub struct EventArgs {
+    /// The pool.
+    pub db: Database,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+    /// Which event.
+    pub event: Uuid,
+    /// Largest group commit of its ticket types.
+    pub batch: usize,
+    /// Without requests for this long (and no ticket-type actor left), the actor stops.
+    pub idle: Duration,
+}
+
+/// The actor's state.
+pub struct EventState {
+    args: EventArgs,
+    children: HashMap<Uuid, ActorRef<TicketTypeMsg>>,
+    activity: u64,
+}
+
+/// The event actor.
+pub struct EventActor;
+
+impl Actor for EventActor {
+    type Msg = EventMsg;
+    type State = EventState;
+    type Arguments = EventArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<EventMsg>,
+        args: EventArgs,
+    ) -> Result<EventState, ActorProcessingErr> {
+        let due = catalog::reminder_due_at(&args.db, args.event).await?;
+        let mut state = EventState {
+            args,
+            children: HashMap::new(),
+            activity: 0,
+        };
+        if let Some(due) = due {
+            remind_at(&myself, &state, due);
+        }
+        touch(&myself, &mut state);
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<EventMsg>,
+        message: EventMsg,
+        state: &mut EventState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            EventMsg::Seat(ticket_type, job) => {
+                touch(&myself, state);
+                match child(&myself, state, ticket_type).await {
+                    Ok(actor) => {
+                        if let Err(e) = actor.send_message(TicketTypeMsg::Seat(*job)) {
+                            // Stopping between lookup and send: answer through a fresh one.
+                            state.children.remove(&ticket_type);
+                            if let ractor::MessagingErr::SendErr(TicketTypeMsg::Seat(job)) = e {
+                                let actor = child(&myself, state, ticket_type).await?;
+                                actor.send_message(TicketTypeMsg::Seat(job))?;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        let _ = job.reply.send(Err(e.to_string()));
+                    }
+                }
+            }
+            EventMsg::Wake(ticket_type) => {
+                child(&myself, state, ticket_type).await?;
+            }
+            EventMsg::Remind => {
+                let (db, event) = (&state.args.db, state.args.event);
+                match catalog::remind(db, event, state.args.clock.now()).await {
+                    Ok(true) => tracing::info!(%event, "event reminder sent"),
+                    Ok(false) => {
+                        // Not yet (the clock is behind the timer) or not any more.
+                        if let Ok(Some(due)) = catalog::reminder_due_at(db, event).await {
+                            remind_at(&myself, state, due);
+                        }
+                    }
+                    Err(e) => tracing::warn!(%event, error = %e, "event reminder failed"),
+                }
+            }
+            EventMsg::Idle(seen) => {
+                if seen == state.activity && state.children.is_empty() {
+                    myself.stop(Some("idle".into()));
+                } else if seen == state.activity {
+                    touch(&myself, state);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<EventMsg>,
+        message: SupervisionEvent,
+        state: &mut EventState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            SupervisionEvent::ActorTerminated(cell, _, _) => {
+                state.children.retain(|_, a| a.get_id() != cell.get_id());
+            }
+            SupervisionEvent::ActorFailed(cell, error) => {
+                let failed: Vec<Uuid> = state
+                    .children
+                    .iter()
+                    .filter(|(_, a)| a.get_id() == cell.get_id())
+                    .map(|(t, _)| *t)
+                    .collect();
+                for ticket_type in failed {
+                    tracing::error!(%ticket_type, %error, "ticket-type actor failed; starting it again");
+                    state.children.remove(&ticket_type);
+                    myself.send_message(EventMsg::Wake(ticket_type))?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The running actor of `ticket_type`, started under this event actor if needed.
+async fn child(
+    myself: &ActorRef<EventMsg>,
+    state: &mut EventState,
+    ticket_type: Uuid,
+) -> Result<ActorRef<TicketTypeMsg>, ActorProcessingErr> {
+    if let Some(actor) = state.children.get(&ticket_type) {
+        return Ok(actor.clone());
+    }
+    let args = TicketTypeArgs {
+        db: state.args.db.clone(),
+        clock: state.args.clock.clone(),
+        ticket_type,
+        batch: state.args.batch,
+        idle: state.args.idle,
+    };
+    let (actor, _) = Actor::spawn_linked(None, TicketTypeActor, args, myself.get_cell()).await?;
+    state.children.insert(ticket_type, actor.clone());
+    Ok(actor)
+}
+
+/// Notes activity and arms the idle check.
+fn touch(myself: &ActorRef<EventMsg>, state: &mut EventState) {
+    state.activity += 1;
+    let seen = state.activity;
+    myself.send_after(state.args.idle, move || EventMsg::Idle(seen));
+}
+
+/// Sets the reminder timer. Long waits are cut to five seconds so a clock moved by tests (or
+/// corrected on the host) is noticed.
+fn remind_at(myself: &ActorRef<EventMsg>, state: &EventState, due: chrono::DateTime<chrono::Utc>) {
+    let wait = (due - state.args.clock.now())
+        .to_std()
+        .unwrap_or(Duration::ZERO)
+        .min(Duration::from_secs(5));
+    myself.send_after(wait, || EventMsg::Remind);
+}
