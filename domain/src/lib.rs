@@ -8,6 +8,7 @@ pub mod error;
 pub mod events;
 pub mod i18n;
 pub mod identity;
+pub mod media;
 pub mod ids;
 pub mod paging;
 pub mod roles;

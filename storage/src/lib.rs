@@ -10,6 +10,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod inbox;
 pub mod mail;
+pub mod media;
 pub mod outbox;
 
 pub use db::{Database, DbError, Schema, Scope, Tx};

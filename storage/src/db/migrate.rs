@@ -147,7 +147,11 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 include_str!("../../../migrations/event_service/V5__seat_requests.sql"),
             ),
         ],
-        Schema::NotificationService | Schema::MediaService | Schema::AnalyticsService => &[],
+        Schema::MediaService => &[(
+            "V2__files",
+            include_str!("../../../migrations/media_service/V2__files.sql"),
+        )],
+        Schema::NotificationService | Schema::AnalyticsService => &[],
     };
     let mut all = vec![Migration::unapplied(
         "V1__infrastructure",
