@@ -1,6 +1,7 @@
 //! Starts what this node runs: migrations, the pool, the broker, the outbox relay, and one
 //! listener per service (the gateway included) as cluster.toml describes.
 
+use actors::media::{MediaWorkers, VariantArgs};
 use actors::ticketing::{ReservationTimer, Ticketing};
 use anyhow::Context;
 use domain::clock::{Clock, SystemClock};
@@ -18,6 +19,8 @@ use storage::Schema;
 use storage::broker::Subscription;
 use storage::events::consumers as events_consumers;
 use storage::mail::Mailer;
+use storage::media::consumers as media_consumers;
+use storage::media::objects::Objects;
 use storage::outbox::{Relay, RelayHandle};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -42,6 +45,9 @@ impl Node {
         }
         // Servers are drained, so no seat request waits on an actor any more.
         self.state.ticketing.stop_all().await;
+        if let Some(media) = &self.state.media {
+            media.stop();
+        }
         self.relay.stop().await;
     }
 }
@@ -84,6 +90,20 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         .as_ref()
         .map(|s| s.expose().to_string())
         .context("no JWT secret: set JWT_SECRET")?;
+    let objects = Objects::from_config(&config).context("media storage configuration")?;
+    let media = if node_config.services.contains(&Service::Media) {
+        Some(
+            MediaWorkers::start(VariantArgs {
+                db: db.clone(),
+                objects: objects.clone(),
+                clock: clock.clone(),
+            })
+            .await
+            .context("cannot start the media variant worker")?,
+        )
+    } else {
+        None
+    };
     let config = Arc::new(config);
     let state = AppState {
         db: db.clone(),
@@ -94,6 +114,8 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         mailer,
         tokens: Arc::new(Tokens::new(&secret)),
         ticketing: Arc::new(Ticketing::new(db.clone(), clock.clone(), &config.ticketing)),
+        objects,
+        media,
     };
 
     let schemas: Vec<Schema> = node_config
@@ -114,6 +136,19 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             })
             .await
             .context("cannot subscribe the event service's consumer")?;
+    }
+    if node_config.services.contains(&Service::Media) {
+        broker
+            .subscribe(Subscription {
+                consumer: media_consumers::CONSUMER.into(),
+                patterns: media_consumers::PATTERNS
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect(),
+                handler: Arc::new(media_consumers::Attachments::new(db.clone())),
+            })
+            .await
+            .context("cannot subscribe the media service's consumer")?;
     }
     let relay = Relay::new(
         db,
@@ -151,6 +186,12 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
                 Err(e) => tracing::warn!(error = %e, "could not wake ticket-type actors"),
             }
         });
+    }
+    if node_config.services.contains(&Service::Media) {
+        servers.push(tokio::spawn(media_cleanup(
+            state.clone(),
+            shutdown_rx.clone(),
+        )));
     }
     let mut addrs = BTreeMap::new();
     for service in &node_config.services {
@@ -236,6 +277,24 @@ async fn complete_ended_events(state: AppState, mut stop: watch::Receiver<bool>)
             Ok(0) => {}
             Ok(n) => tracing::info!(reminded = n, "event reminders published"),
             Err(e) => tracing::warn!(error = %e, "reminders failed"),
+        }
+    }
+}
+
+/// Removes unattached media files older than 24 hours, daily at 03:00 UTC.
+async fn media_cleanup(state: AppState, mut stop: watch::Receiver<bool>) {
+    loop {
+        let now = state.clock.now();
+        let wait = (domain::media::next_cleanup(now) - now)
+            .to_std()
+            .unwrap_or(Duration::from_secs(60));
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => return,
+        }
+        match storage::media::uploads::cleanup(&state.db, &state.objects, state.clock.now()).await {
+            Ok(n) => tracing::info!(removed = n, "unattached media removed"),
+            Err(e) => tracing::warn!(error = %e, "media cleanup failed"),
         }
     }
 }

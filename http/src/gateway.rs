@@ -85,6 +85,8 @@ fn is_public_event_read(path: &str) -> bool {
         ["api", "v1", "events"] => true,
         ["api", "v1", "events", id] => uuid::Uuid::parse_str(id).is_ok(),
         ["api", "v1", "events", id, "ticket-types"] => uuid::Uuid::parse_str(id).is_ok(),
+        // Signed links of the local media store: the signature is the credential.
+        ["api", "v1", "media", "files", ..] => true,
         _ => false,
     }
 }

@@ -11,6 +11,7 @@ pub mod gateway;
 pub mod health;
 pub mod idempotency;
 pub mod identity;
+pub mod media;
 pub mod metrics;
 pub mod openapi;
 pub mod paging;

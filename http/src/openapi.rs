@@ -20,6 +20,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = Platform::openapi();
     doc.merge(crate::identity::openapi());
     doc.merge(crate::events::openapi());
+    doc.merge(crate::media::openapi());
     doc.components
         .get_or_insert_with(Default::default)
         .security_schemes

@@ -29,9 +29,8 @@ pub fn api_routes(service: Service, state: &AppState) -> Router<AppState> {
                 crate::idempotency::layer,
             ))
             .merge(crate::events::self_idempotent_routes()),
-        Service::Gateway | Service::Notifications | Service::Media | Service::Analytics => {
-            Router::new()
-        }
+        Service::Media => crate::media::routes(),
+        Service::Gateway | Service::Notifications | Service::Analytics => Router::new(),
     }
 }
 

@@ -29,4 +29,8 @@ pub struct AppState {
     pub tokens: Arc<Tokens>,
     /// The ticket-type actors of this process.
     pub ticketing: Arc<actors::ticketing::Ticketing>,
+    /// Where media bytes live.
+    pub objects: storage::media::objects::Objects,
+    /// The variant worker, in a process running the media service.
+    pub media: Option<actors::media::MediaWorkers>,
 }

@@ -62,7 +62,13 @@ mod tests {
         let sig = sign(b"secret", "t/a.jpg", expires);
         assert_eq!(verify(b"secret", "t/a.jpg", expires, &sig, now), Ok(()));
         assert_eq!(
-            verify(b"secret", "t/a.jpg", expires, &sig, now + chrono::Duration::seconds(3600)),
+            verify(
+                b"secret",
+                "t/a.jpg",
+                expires,
+                &sig,
+                now + chrono::Duration::seconds(3600)
+            ),
             Err(LinkRefusal::Expired)
         );
         assert_eq!(
@@ -73,7 +79,13 @@ mod tests {
             verify(b"secret", "t/a.jpg", expires + 1, &sig, now),
             Err(LinkRefusal::Altered)
         );
-        assert_eq!(verify(b"other", "t/a.jpg", expires, &sig, now), Err(LinkRefusal::Altered));
-        assert_eq!(verify(b"secret", "t/a.jpg", expires, "zz", now), Err(LinkRefusal::Altered));
+        assert_eq!(
+            verify(b"other", "t/a.jpg", expires, &sig, now),
+            Err(LinkRefusal::Altered)
+        );
+        assert_eq!(
+            verify(b"secret", "t/a.jpg", expires, "zz", now),
+            Err(LinkRefusal::Altered)
+        );
     }
 }

@@ -118,7 +118,8 @@ pub fn check_upload(bytes: &[u8], declared: Option<&str>) -> Result<Format, Uplo
     let format = Format::sniff(bytes).ok_or(UploadRefusal::Unsupported)?;
     if let Some(declared) = declared.map(|d| d.split(';').next().unwrap_or("").trim()) {
         // A client that does not know the type may say so; anything else must agree.
-        let unknown = declared.is_empty() || declared.eq_ignore_ascii_case("application/octet-stream");
+        let unknown =
+            declared.is_empty() || declared.eq_ignore_ascii_case("application/octet-stream");
         let same = declared.eq_ignore_ascii_case(format.mime())
             || (format == Format::Jpeg && declared.eq_ignore_ascii_case("image/jpg"));
         if !unknown && !same {
@@ -324,16 +325,28 @@ mod tests {
 
     #[test]
     fn uploads_are_judged_by_their_bytes() {
-        assert_eq!(check_upload(b"", Some("image/png")), Err(UploadRefusal::Empty));
-        assert_eq!(check_upload(b"hello", None), Err(UploadRefusal::Unsupported));
+        assert_eq!(
+            check_upload(b"", Some("image/png")),
+            Err(UploadRefusal::Empty)
+        );
+        assert_eq!(
+            check_upload(b"hello", None),
+            Err(UploadRefusal::Unsupported)
+        );
         assert_eq!(
             check_upload(&png(), Some("image/jpeg")),
             Err(UploadRefusal::Mismatch {
                 sniffed: Format::Png
             })
         );
-        assert_eq!(check_upload(&png(), Some("image/png; x=1")), Ok(Format::Png));
-        assert_eq!(check_upload(&png(), Some("application/octet-stream")), Ok(Format::Png));
+        assert_eq!(
+            check_upload(&png(), Some("image/png; x=1")),
+            Ok(Format::Png)
+        );
+        assert_eq!(
+            check_upload(&png(), Some("application/octet-stream")),
+            Ok(Format::Png)
+        );
         assert_eq!(check_upload(&png(), None), Ok(Format::Png));
         let mut big = png();
         big.resize(MAX_IMAGE_BYTES + 1, 0);
@@ -368,8 +381,17 @@ mod tests {
     #[test]
     fn cleanup_runs_daily_at_three() {
         let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
-        assert_eq!(next_cleanup(at("2026-11-22T02:59:59Z")), at("2026-11-22T03:00:00Z"));
-        assert_eq!(next_cleanup(at("2026-11-22T03:00:00Z")), at("2026-11-23T03:00:00Z"));
-        assert_eq!(next_cleanup(at("2026-11-22T18:00:00Z")), at("2026-11-23T03:00:00Z"));
+        assert_eq!(
+            next_cleanup(at("2026-11-22T02:59:59Z")),
+            at("2026-11-22T03:00:00Z")
+        );
+        assert_eq!(
+            next_cleanup(at("2026-11-22T03:00:00Z")),
+            at("2026-11-23T03:00:00Z")
+        );
+        assert_eq!(
+            next_cleanup(at("2026-11-22T18:00:00Z")),
+            at("2026-11-23T03:00:00Z")
+        );
     }
 }

@@ -65,7 +65,11 @@ impl Handler for Attachments {
                 (
                     Attachment::UserAvatar,
                     uuid_at(event, "userId"),
-                    if deleted { None } else { uuid_at(event, "avatarId") },
+                    if deleted {
+                        None
+                    } else {
+                        uuid_at(event, "avatarId")
+                    },
                 )
             }
             _ => return Ok(()),

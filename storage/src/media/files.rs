@@ -71,7 +71,8 @@ impl MediaFile {
     }
 }
 
-const COLUMNS: &str = "id, tenant_id, owner_id, file_name, content_type, size_bytes, width, height, storage_key,
+const COLUMNS: &str =
+    "id, tenant_id, owner_id, file_name, content_type, size_bytes, width, height, storage_key,
     status, failure, attached_type, attached_id, created_at, updated_at";
 
 fn from_row(row: &Row) -> MediaFile {
@@ -92,9 +93,7 @@ fn from_row(row: &Row) -> MediaFile {
             .parse()
             .unwrap_or(MediaStatus::Deleted),
         failure: row.get(10),
-        attached: attached_type
-            .and_then(|t| t.parse().ok())
-            .zip(attached_id),
+        attached: attached_type.and_then(|t| t.parse().ok()).zip(attached_id),
         created_at: row.get(13),
         updated_at: row.get(14),
         variants: Vec::new(),
@@ -141,7 +140,13 @@ pub struct NewFile {
 }
 
 /// Records a file as UPLOADING, in the caller's organization (or their own without one).
-pub async fn create(db: &Database, scope: Scope, id: Uuid, new: &NewFile, now: DateTime<Utc>) -> Result<MediaFile> {
+pub async fn create(
+    db: &Database,
+    scope: Scope,
+    id: Uuid,
+    new: &NewFile,
+    now: DateTime<Utc>,
+) -> Result<MediaFile> {
     let owner = scope.user.ok_or_else(Refusal::forbidden)?;
     let tx = db.begin(scope).await?;
     let (width, height) = match new.dimensions {
@@ -174,7 +179,13 @@ pub async fn create(db: &Database, scope: Scope, id: Uuid, new: &NewFile, now: D
 }
 
 /// Moves a file on after its bytes are stored (PROCESSING for images, READY otherwise).
-pub async fn stored(db: &Database, scope: Scope, id: Uuid, status: MediaStatus, now: DateTime<Utc>) -> Result<MediaFile> {
+pub async fn stored(
+    db: &Database,
+    scope: Scope,
+    id: Uuid,
+    status: MediaStatus,
+    now: DateTime<Utc>,
+) -> Result<MediaFile> {
     let tx = db.begin(scope).await?;
     let row = tx
         .query_opt(
@@ -283,20 +294,18 @@ pub async fn mark_deleted(db: &Database, scope: Scope, id: Uuid, now: DateTime<U
         &[&id, &now],
     )
     .await?;
-    tx.execute("DELETE FROM media_service.variants WHERE file_id = $1", &[&id])
-        .await?;
+    tx.execute(
+        "DELETE FROM media_service.variants WHERE file_id = $1",
+        &[&id],
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }
 
 /// Makes `file` (if any) the one attached to `entity` as `kind`; whatever was attached there
 /// before becomes unattached (and the cleanup's after 24 hours).
-pub async fn attach(
-    tx: &Tx,
-    kind: Attachment,
-    entity: Uuid,
-    file: Option<Uuid>,
-) -> Result<()> {
+pub async fn attach(tx: &Tx, kind: Attachment, entity: Uuid, file: Option<Uuid>) -> Result<()> {
     tx.execute(
         "UPDATE media_service.files SET attached_type = NULL, attached_id = NULL
          WHERE attached_type = $1 AND attached_id = $2 AND id IS DISTINCT FROM $3",

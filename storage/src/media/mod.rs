@@ -4,3 +4,4 @@
 pub mod consumers;
 pub mod files;
 pub mod objects;
+pub mod uploads;

@@ -73,7 +73,12 @@ impl Objects {
     }
 
     /// Stores `bytes` under `key`.
-    pub async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), ObjectError> {
+    pub async fn put(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        content_type: &str,
+    ) -> Result<(), ObjectError> {
         match self {
             Objects::Local(s) => s.put(key, &bytes).await,
             Objects::S3(s) => s.put(key, bytes, content_type, Utc::now()).await,
@@ -126,7 +131,10 @@ pub struct LocalStore {
 
 impl LocalStore {
     fn path(&self, key: &str) -> Result<PathBuf, ObjectError> {
-        if key.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
+        if key
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..")
+        {
             return Err(ObjectError::Config(format!("invalid key {key}")));
         }
         Ok(self.root.join(key))
@@ -215,7 +223,11 @@ impl S3Store {
     }
 
     fn path(&self, key: &str) -> String {
-        format!("/{}/{}", uri_encode(&self.bucket, false), uri_encode(key, true))
+        format!(
+            "/{}/{}",
+            uri_encode(&self.bucket, false),
+            uri_encode(key, true)
+        )
     }
 
     fn scope(&self, now: DateTime<Utc>) -> String {
@@ -230,7 +242,10 @@ impl S3Store {
             hex::encode(Sha256::digest(canonical_request.as_bytes()))
         );
         let date = now.format("%Y%m%d").to_string();
-        let mut key = hmac_sha256(format!("AWS4{}", self.secret_key).as_bytes(), date.as_bytes());
+        let mut key = hmac_sha256(
+            format!("AWS4{}", self.secret_key).as_bytes(),
+            date.as_bytes(),
+        );
         for part in [self.region.as_bytes(), b"s3", b"aws4_request"] {
             key = hmac_sha256(&key, part);
         }
@@ -281,7 +296,10 @@ impl S3Store {
     }
 
     async fn get(&self, key: &str, now: DateTime<Utc>) -> Result<Option<Vec<u8>>, ObjectError> {
-        let response = self.signed(reqwest::Method::GET, key, None, now).send().await?;
+        let response = self
+            .signed(reqwest::Method::GET, key, None, now)
+            .send()
+            .await?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
@@ -316,7 +334,10 @@ impl S3Store {
             self.host()
         );
         let signature = self.signature(now, &canonical);
-        format!("{}{path}?{query}&X-Amz-Signature={signature}", self.endpoint)
+        format!(
+            "{}{path}?{query}&X-Amz-Signature={signature}",
+            self.endpoint
+        )
     }
 }
 
@@ -348,7 +369,9 @@ fn uri_encode(s: &str, keep_slash: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
             b'/' if keep_slash => out.push('/'),
             _ => out.push_str(&format!("%{b:02X}")),
         }

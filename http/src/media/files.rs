@@ -1,0 +1,326 @@
+//! Media handlers: upload (sniffed, limited, stored, variants queued), metadata, signed links,
+//! deletion, and serving the local store's signed links.
+
+use super::dto::{LinkQuery, MediaFileDto, SignedUrlDto, UrlQuery};
+use crate::context::Caller;
+use crate::error::ApiError;
+use crate::extract::{Path, Query};
+use crate::state::AppState;
+use actors::media::render::{self, RenderError};
+use axum::Json;
+use axum::extract::State;
+use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use domain::ErrorCode;
+use domain::i18n::Text;
+use domain::media::links::LinkRefusal;
+use domain::media::{
+    Format, LINK_TTL, MAX_PDF_BYTES, MediaStatus, UploadRefusal, Variant, check_upload,
+};
+use domain::roles::Role;
+use domain::validation::FieldError;
+use storage::media::files::{self, NewFile};
+use storage::media::objects::Objects;
+use storage::media::uploads::{self, UploadError};
+use uuid::Uuid;
+
+fn file_error(en: &'static str, ru: &'static str) -> ApiError {
+    ApiError::field("file", FieldError::Invalid(Text { ru, en }))
+}
+
+fn multipart_error(e: MultipartError) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(ErrorCode::PayloadTooLarge)
+            .with_details(serde_json::json!({"maxBytes": MAX_PDF_BYTES}))
+    } else {
+        file_error(
+            "The multipart body cannot be read",
+            "Не удалось прочитать multipart-тело",
+        )
+    }
+}
+
+fn refusal_error(refusal: UploadRefusal) -> ApiError {
+    match refusal {
+        UploadRefusal::Empty => file_error("The file is empty", "Файл пуст"),
+        UploadRefusal::Unsupported => {
+            ApiError::new(ErrorCode::UnsupportedMediaType).with_text(Text {
+                ru: "Поддерживаются JPEG, PNG, WebP, GIF и PDF",
+                en: "Accepted are JPEG, PNG, WebP, GIF and PDF",
+            })
+        }
+        UploadRefusal::Mismatch { sniffed } => ApiError::new(ErrorCode::UnsupportedMediaType)
+            .with_text(Text {
+                ru: "Заявленный тип файла не совпадает с содержимым",
+                en: "The declared type does not match the content",
+            })
+            .with_details(serde_json::json!({"detected": sniffed.mime()})),
+        UploadRefusal::TooLarge { max } => ApiError::new(ErrorCode::PayloadTooLarge)
+            .with_details(serde_json::json!({"maxBytes": max})),
+    }
+}
+
+fn render_error(e: RenderError) -> ApiError {
+    match e {
+        RenderError::TooLarge { width, height } => file_error(
+            "The image dimensions are too large",
+            "Слишком большие размеры изображения",
+        )
+        .with_details(serde_json::json!({"width": width, "height": height})),
+        RenderError::Unreadable(_) => {
+            file_error("The image cannot be read", "Изображение не читается")
+        }
+    }
+}
+
+impl From<UploadError> for ApiError {
+    fn from(e: UploadError) -> ApiError {
+        match e {
+            UploadError::Storage(e) => e.into(),
+            UploadError::Objects(e) => {
+                tracing::error!(error = %e, "object store failed");
+                ApiError::new(ErrorCode::ServiceUnavailable)
+            }
+        }
+    }
+}
+
+/// Uploads a file (multipart field `file`). The type comes from the bytes; images up to 5 MB,
+/// PDF up to 10 MB. Images answer PROCESSING and get their variants shortly after.
+#[utoipa::path(post, path = "/api/v1/media/upload", tag = "media",
+    request_body(content_type = "multipart/form-data", description = "field `file`"),
+    responses((status = 201, body = MediaFileDto), (status = 400, body = crate::error::ErrorBody),
+        (status = 413, body = crate::error::ErrorBody), (status = 415, body = crate::error::ErrorBody)))]
+pub async fn upload(
+    State(state): State<AppState>,
+    caller: Caller,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<(StatusCode, Json<MediaFileDto>), ApiError> {
+    let user = caller.require_user()?;
+    let mut multipart = multipart.map_err(|_| {
+        ApiError::new(ErrorCode::UnsupportedMediaType).with_text(Text {
+            ru: "Ожидается multipart/form-data с полем file",
+            en: "Expected multipart/form-data with a field named file",
+        })
+    })?;
+    let mut upload = None;
+    while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
+        if field.name() != Some("file") {
+            continue;
+        }
+        let name = field
+            .file_name()
+            .unwrap_or("file")
+            .chars()
+            .take(255)
+            .collect::<String>();
+        let declared = field.content_type().map(str::to_string);
+        let mut bytes = Vec::new();
+        while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+            // Stop reading as soon as no format could accept it.
+            if bytes.len() + chunk.len() > MAX_PDF_BYTES {
+                return Err(refusal_error(UploadRefusal::TooLarge {
+                    max: MAX_PDF_BYTES,
+                }));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        upload = Some((name, declared, bytes));
+        break;
+    }
+    let (name, declared, bytes) =
+        upload.ok_or_else(|| ApiError::field("file", FieldError::Required))?;
+    let format = check_upload(&bytes, declared.as_deref()).map_err(refusal_error)?;
+    let dimensions = if format.is_image() {
+        Some(render::dimensions(&bytes).map_err(render_error)?)
+    } else {
+        None
+    };
+    let id = Uuid::now_v7();
+    let owner_dir = match caller.tenant {
+        Some(tenant) => format!("t/{}", tenant.as_uuid()),
+        None => format!("u/{}", user.as_uuid()),
+    };
+    let new = NewFile {
+        file_name: name,
+        content_type: format.mime().to_string(),
+        size_bytes: bytes.len() as i64,
+        dimensions,
+        storage_key: format!("{owner_dir}/{id}.{}", format.extension()),
+    };
+    let now = state.clock.now();
+    let file = uploads::store(
+        &state.db,
+        &state.objects,
+        caller.scope(),
+        id,
+        &new,
+        bytes,
+        now,
+    )
+    .await?;
+    if file.status == MediaStatus::Processing {
+        match &state.media {
+            Some(workers) => workers.submit(file.clone()),
+            None => tracing::error!(file = %file.id, "no variant worker in this process"),
+        }
+    }
+    Ok((StatusCode::CREATED, Json(file.into())))
+}
+
+/// A file's metadata (the caller's organization's, their own, or an attached one).
+#[utoipa::path(get, path = "/api/v1/media/{id}", tag = "media",
+    responses((status = 200, body = MediaFileDto), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<Json<MediaFileDto>, ApiError> {
+    caller.require_user()?;
+    Ok(Json(
+        files::get(&state.db, caller.scope(), id).await?.into(),
+    ))
+}
+
+/// A link to the file or one of its variants, valid for one hour.
+#[utoipa::path(get, path = "/api/v1/media/{id}/url", tag = "media", params(UrlQuery),
+    responses((status = 200, body = SignedUrlDto), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
+pub async fn url(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    Query(query): Query<UrlQuery>,
+) -> Result<Json<SignedUrlDto>, ApiError> {
+    caller.require_user()?;
+    let variant = match query.variant.as_deref() {
+        None => Variant::Original,
+        Some(v) => v.parse().map_err(|_| {
+            ApiError::field(
+                "variant",
+                FieldError::Invalid(Text {
+                    ru: "Допустимо: ORIGINAL, THUMBNAIL, SMALL, MEDIUM, LARGE",
+                    en: "One of ORIGINAL, THUMBNAIL, SMALL, MEDIUM, LARGE",
+                }),
+            )
+        })?,
+    };
+    let file = files::get(&state.db, caller.scope(), id).await?;
+    if matches!(file.status, MediaStatus::Deleted | MediaStatus::Uploading) {
+        return Err(ApiError::not_found());
+    }
+    let key = match variant {
+        Variant::Original => file.storage_key.clone(),
+        _ if file.width.is_none() => {
+            return Err(ApiError::new(ErrorCode::BusinessRule).with_text(Text {
+                ru: "У документов нет вариантов",
+                en: "Documents have no variants",
+            }));
+        }
+        _ => match file.variants.iter().find(|v| v.variant == variant) {
+            Some(v) => v.storage_key.clone(),
+            None if file.status == MediaStatus::Processing => {
+                return Err(ApiError::new(ErrorCode::Conflict).with_text(Text {
+                    ru: "Варианты ещё готовятся",
+                    en: "The variants are not ready yet",
+                }));
+            }
+            None => return Err(ApiError::not_found()),
+        },
+    };
+    let now = state.clock.now();
+    Ok(Json(SignedUrlDto {
+        url: state.objects.url(&key, now, LINK_TTL),
+        variant,
+        expires_at: now + LINK_TTL,
+    }))
+}
+
+/// Deletes a file and all its variants (its uploader, or an organizer of its organization).
+#[utoipa::path(delete, path = "/api/v1/media/{id}", tag = "media",
+    responses((status = 204), (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let user = caller.require_user()?;
+    let file = files::get(&state.db, caller.scope(), id).await?;
+    if file.status == MediaStatus::Deleted {
+        return Err(ApiError::not_found());
+    }
+    let organizer = file.tenant_id.is_some()
+        && file.tenant_id == caller.tenant
+        && caller.has_any_role(&[Role::Owner, Role::Moderator]);
+    if file.owner_id != user && !organizer {
+        return Err(ApiError::new(ErrorCode::Forbidden));
+    }
+    uploads::remove(
+        &state.db,
+        &state.objects,
+        caller.scope(),
+        &file,
+        state.clock.now(),
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Serves a signed link of the local store (absent with an S3 store, whose links go to it).
+#[utoipa::path(get, path = "/api/v1/media/files/{key}", tag = "media", params(LinkQuery),
+    responses((status = 200, description = "the bytes"), (status = 403, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)))]
+pub async fn serve_local(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+    Query(query): Query<LinkQuery>,
+) -> Result<Response, ApiError> {
+    let Objects::Local(store) = &state.objects else {
+        return Err(ApiError::not_found());
+    };
+    let opened = store
+        .open_link(&key, query.expires, &query.signature, state.clock.now())
+        .await
+        .map_err(|e| ApiError::from(UploadError::Objects(e)))?;
+    let bytes = match opened {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Err(ApiError::not_found()),
+        Err(LinkRefusal::Expired) => {
+            return Err(ApiError::new(ErrorCode::Forbidden).with_text(Text {
+                ru: "Срок действия ссылки истёк",
+                en: "The link has expired",
+            }));
+        }
+        Err(LinkRefusal::Altered) => {
+            return Err(ApiError::new(ErrorCode::Forbidden).with_text(Text {
+                ru: "Ссылка недействительна",
+                en: "The link is not valid",
+            }));
+        }
+    };
+    let content_type = key
+        .rsplit_once('.')
+        .and_then(|(_, ext)| {
+            [
+                Format::Jpeg,
+                Format::Png,
+                Format::Webp,
+                Format::Gif,
+                Format::Pdf,
+            ]
+            .into_iter()
+            .find(|f| f.extension() == ext)
+        })
+        .map(Format::mime)
+        .unwrap_or("application/octet-stream");
+    Ok((
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "private, max-age=3600"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        bytes,
+    )
+        .into_response())
+}
