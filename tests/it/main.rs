@@ -7,6 +7,7 @@ mod events;
 mod faults;
 mod gateway;
 mod identity;
+mod media;
 mod node;
 mod outbox;
 mod support;

@@ -116,6 +116,11 @@ impl Ctx {
         }
     }
 
+    /// The node's configuration.
+    pub fn config(&self) -> domain::config::Config {
+        (*self._node.state.config).clone()
+    }
+
     /// The node's ticketing actors.
     pub fn ticketing(&self) -> std::sync::Arc<actors::ticketing::Ticketing> {
         self._node.state.ticketing.clone()
