@@ -536,3 +536,25 @@ async fn organization_files_stay_in_the_organization() {
         200
     );
 }
+
+#[tokio::test]
+async fn the_gateway_limits_uploads_per_user() {
+    let ctx = context(Store::Local).await;
+    let user = ctx.user().await;
+    for i in 0..10 {
+        let r = upload(&ctx, &user.access, "file", &tiny_gif(), None).await;
+        assert_eq!(r.status, 201, "upload {i}: {}", r.body);
+    }
+    let limited = upload(&ctx, &user.access, "file", &tiny_gif(), None).await;
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    assert_eq!(limited.body["code"], "rate_limit_exceeded");
+    assert_eq!(limited.headers["x-ratelimit-limit"], "10");
+    // Another user has their own allowance.
+    let other = ctx.user().await;
+    assert_eq!(
+        upload(&ctx, &other.access, "file", &tiny_gif(), None)
+            .await
+            .status,
+        201
+    );
+}
