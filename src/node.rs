@@ -10,6 +10,7 @@ use http::AppState;
 use http::gateway::Door;
 use http::metrics::Metrics;
 use http::ratelimit::{Counter, MemoryCounter, Network, RateLimiter, RedisCounter};
+use http::state::Analytics;
 use http::tokens::Tokens;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -47,6 +48,10 @@ impl Node {
         self.state.ticketing.stop_all().await;
         if let Some(media) = &self.state.media {
             media.stop();
+        }
+        // Writes what tracking accepted and has not written yet.
+        if let Some(analytics) = &self.state.analytics {
+            analytics.ingest.stop().await;
         }
         self.relay.stop().await;
     }
@@ -104,6 +109,11 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
     } else {
         None
     };
+    let analytics = if node_config.services.contains(&Service::Analytics) {
+        Some(start_analytics(&config, &db).await?)
+    } else {
+        None
+    };
     let config = Arc::new(config);
     let state = AppState {
         db: db.clone(),
@@ -116,6 +126,7 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         ticketing: Arc::new(Ticketing::new(db.clone(), clock.clone(), &config.ticketing)),
         objects,
         media,
+        analytics,
     };
 
     let schemas: Vec<Schema> = node_config
@@ -136,6 +147,22 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             })
             .await
             .context("cannot subscribe the event service's consumer")?;
+    }
+    if let Some(parts) = &state.analytics {
+        broker
+            .subscribe(Subscription {
+                consumer: analytics::consumers::CONSUMER.into(),
+                patterns: analytics::consumers::PATTERNS
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect(),
+                handler: Arc::new(analytics::consumers::Recorder::new(
+                    db.clone(),
+                    parts.store.clone(),
+                )),
+            })
+            .await
+            .context("cannot subscribe the analytics service's consumer")?;
     }
     if node_config.services.contains(&Service::Media) {
         broker
@@ -186,6 +213,12 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
                 Err(e) => tracing::warn!(error = %e, "could not wake ticket-type actors"),
             }
         });
+    }
+    if state.analytics.is_some() {
+        servers.push(tokio::spawn(analytics_retention(
+            state.clone(),
+            shutdown_rx.clone(),
+        )));
     }
     if node_config.services.contains(&Service::Media) {
         servers.push(tokio::spawn(media_cleanup(
@@ -277,6 +310,49 @@ async fn complete_ended_events(state: AppState, mut stop: watch::Receiver<bool>)
             Ok(0) => {}
             Ok(n) => tracing::info!(reminded = n, "event reminders published"),
             Err(e) => tracing::warn!(error = %e, "reminders failed"),
+        }
+    }
+}
+
+/// The analytics store the configuration names (ClickHouse when `clickhouse.url` is set,
+/// `http://host:8123/?database=name`, database `bilet` by default) and its ingest actor.
+async fn start_analytics(config: &Config, db: &storage::Database) -> anyhow::Result<Analytics> {
+    let store = match &config.clickhouse.url {
+        Some(url) => {
+            let (base, database) = match url.split_once("?database=") {
+                Some((base, db)) => (base.to_string(), db.to_string()),
+                None => (url.clone(), "bilet".to_string()),
+            };
+            let store = analytics::store::clickhouse::ClickHouseStore::new(&base, &database);
+            store.migrate().await.context(
+                "cannot prepare the ClickHouse tables (is ClickHouse running at CLICKHOUSE_URL?)",
+            )?;
+            analytics::store::Store::ClickHouse(store)
+        }
+        None => {
+            analytics::store::Store::Postgres(analytics::store::postgres::PgStore::new(db.clone()))
+        }
+    };
+    let ingest = analytics::ingest::Ingest::start(store.clone())
+        .await
+        .context("cannot start the analytics ingest")?;
+    Ok(Analytics { store, ingest })
+}
+
+/// Removes analytics records older than a year, every day.
+async fn analytics_retention(state: AppState, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(24 * 3600));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let Some(parts) = &state.analytics else {
+            return;
+        };
+        let before = state.clock.now() - chrono::Duration::days(365);
+        if let Err(e) = parts.store.purge(before).await {
+            tracing::warn!(error = %e, "analytics retention failed");
         }
     }
 }

@@ -1,3 +1,10 @@
 //! The analytics service: tracking ingest through a batching actor, the ClickHouse and
-//! PostgreSQL sinks, dashboards, funnel and reports, CSV/XLSX export. It arrives with the
-//! analytics step; this crate fixes its place in the workspace.
+//! PostgreSQL stores behind one query layer, dashboards, funnel and reports, and the broker
+//! consumers that record what the other services report.
+
+pub mod consumers;
+pub mod figures;
+pub mod ingest;
+pub mod record;
+pub mod store;
+pub mod tracked;

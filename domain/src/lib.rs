@@ -1,6 +1,7 @@
 //! bilet's pure model: ids, error kinds, validation, paging, configuration and the event
 //! envelope. Nothing here performs I/O, so every rule can be unit-tested on its own.
 
+pub mod analytics;
 pub mod clock;
 pub mod config;
 pub mod envelope;

@@ -61,6 +61,8 @@ pub fn is_public(method: &Method, path: &str) -> bool {
         "/api/v1/auth/reset-password",
         "/api/v1/auth/verify-email",
         "/api/v1/auth/resend-verification",
+        // Page views of public events come from visitors without an account too.
+        "/api/v1/analytics/track",
     ];
     const PUBLIC_GETS: &[&str] = &[
         "/health/live",

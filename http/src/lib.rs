@@ -2,6 +2,7 @@
 //! extractors, paging, correlation ids, idempotency keys), health and metrics, the OpenAPI
 //! document, and the routers of the gateway and of each service.
 
+pub mod analytics;
 pub mod context;
 pub mod conventions;
 pub mod error;

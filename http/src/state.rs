@@ -33,4 +33,15 @@ pub struct AppState {
     pub objects: storage::media::objects::Objects,
     /// The variant worker, in a process running the media service.
     pub media: Option<actors::media::MediaWorkers>,
+    /// The analytics store and ingest, in a process running the analytics service.
+    pub analytics: Option<Analytics>,
+}
+
+/// The analytics service's parts.
+#[derive(Clone)]
+pub struct Analytics {
+    /// Where records are read from.
+    pub store: analytics::store::Store,
+    /// Where tracked records are handed to.
+    pub ingest: analytics::ingest::Ingest,
 }

@@ -151,7 +151,11 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
             "V2__files",
             include_str!("../../../migrations/media_service/V2__files.sql"),
         )],
-        Schema::NotificationService | Schema::AnalyticsService => &[],
+        Schema::AnalyticsService => &[(
+            "V2__analytics_events",
+            include_str!("../../../migrations/analytics_service/V2__analytics_events.sql"),
+        )],
+        Schema::NotificationService => &[],
     };
     let mut all = vec![Migration::unapplied(
         "V1__infrastructure",

@@ -1,0 +1,285 @@
+//! The ClickHouse dialect over its HTTP interface (18.16 and later). Values in the SQL are
+//! ids and times bilet formats itself, never client text; properties travel as JSON rows.
+
+use super::Query;
+use crate::figures::{Counts, DayFigures, SourceFigures, TicketTypeFigures};
+use crate::record::Record;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// Why a ClickHouse call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClickHouseError {
+    /// Not reachable.
+    #[error("clickhouse request: {0}")]
+    Request(#[from] reqwest::Error),
+    /// An error answer.
+    #[error("clickhouse answered {status}: {body}")]
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// The start of the answer.
+        body: String,
+    },
+    /// An answer of an unexpected shape.
+    #[error("clickhouse answer: {0}")]
+    Shape(String),
+}
+
+const COUNTS: &str = "countIf(event_type = 'page.view'),
+    uniqExactIf(viewer, event_type = 'page.view'),
+    countIf(event_type = 'registration.started'),
+    countIf(event_type = 'registration.completed'),
+    countIf((event_type = 'registration.completed' AND status = 'CONFIRMED') OR event_type = 'payment.completed'),
+    countIf(event_type = 'checkin.completed')";
+
+fn n(v: &Value) -> u64 {
+    match v {
+        Value::String(s) => s.parse().unwrap_or(0),
+        Value::Number(n) => n.as_u64().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn s(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+fn counts_at(row: &[Value], at: usize) -> Counts {
+    let get = |i: usize| row.get(at + i).map(n).unwrap_or(0);
+    Counts {
+        views: get(0),
+        unique_views: get(1),
+        started: get(2),
+        registrations: get(3),
+        confirmed: get(4),
+        checked_in: get(5),
+    }
+}
+
+fn time(t: DateTime<Utc>) -> String {
+    format!("toDateTime('{}', 'UTC')", t.format("%Y-%m-%d %H:%M:%S"))
+}
+
+/// The ClickHouse store.
+#[derive(Clone)]
+pub struct ClickHouseStore {
+    url: String,
+    database: String,
+    client: reqwest::Client,
+}
+
+impl ClickHouseStore {
+    /// A store at `url` (the HTTP interface) using `database`.
+    pub fn new(url: &str, database: &str) -> ClickHouseStore {
+        ClickHouseStore {
+            url: url.trim_end_matches('/').to_string(),
+            database: database.to_string(),
+            client: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(30))
+                .build()
+                .unwrap_or_default(),
+        }
+    }
+
+    async fn run(&self, sql: String, body: Option<String>) -> Result<String, ClickHouseError> {
+        let request = match body {
+            Some(body) => self
+                .client
+                .post(&self.url)
+                .query(&[("query", sql)])
+                .body(body),
+            None => self.client.post(&self.url).body(sql),
+        };
+        let response = request.send().await?;
+        let status = response.status().as_u16();
+        let text = response.text().await?;
+        if status != 200 {
+            return Err(ClickHouseError::Status {
+                status,
+                body: text.chars().take(300).collect(),
+            });
+        }
+        Ok(text)
+    }
+
+    /// Creates the database and table (idempotent).
+    pub async fn migrate(&self) -> Result<(), ClickHouseError> {
+        self.run(
+            format!("CREATE DATABASE IF NOT EXISTS {}", self.database),
+            None,
+        )
+        .await?;
+        let ddl = include_str!("../../../migrations/clickhouse/V1__analytics_events.sql")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace("{db}", &self.database);
+        self.run(ddl, None).await?;
+        Ok(())
+    }
+
+    /// Writes records as JSON rows.
+    pub async fn insert(&self, records: &[Record]) -> Result<(), ClickHouseError> {
+        let mut body = String::with_capacity(records.len() * 300);
+        for r in records {
+            let row = serde_json::json!({
+                "id": r.id.to_string(),
+                "tenant_id": r.tenant_id.as_uuid().to_string(),
+                "event_type": r.event_type.as_str(),
+                "event_id": r.event_id.map(|e| e.to_string()).unwrap_or_default(),
+                "user_id": r.user_id.map(|u| u.to_string()).unwrap_or_default(),
+                "properties": r.properties.to_string(),
+                "created_at": r.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                "day": r.day().to_string(),
+                "ticket_type": r.ticket_type(),
+                "source": r.source(),
+                "status": r.status(),
+                "viewer": r.viewer(),
+            });
+            body.push_str(&row.to_string());
+            body.push('\n');
+        }
+        self.run(
+            format!(
+                "INSERT INTO {}.analytics_events FORMAT JSONEachRow",
+                self.database
+            ),
+            Some(body),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn rows(
+        &self,
+        q: &Query,
+        select: &str,
+        tail: &str,
+    ) -> Result<Vec<Vec<Value>>, ClickHouseError> {
+        let (from, to) = q.period.bounds();
+        let event = match q.event {
+            Some(e) => format!("AND event_id = '{e}'"),
+            None => String::new(),
+        };
+        let sql = format!(
+            "SELECT {select} FROM {}.analytics_events WHERE tenant_id = '{}' {event}
+             AND created_at >= {} AND created_at < {} {tail} FORMAT JSONCompact",
+            self.database,
+            q.tenant.as_uuid(),
+            time(from),
+            time(to)
+        );
+        let answer: Value = serde_json::from_str(&self.run(sql, None).await?)
+            .map_err(|e| ClickHouseError::Shape(e.to_string()))?;
+        let data = answer["data"]
+            .as_array()
+            .ok_or_else(|| ClickHouseError::Shape("no data".into()))?;
+        Ok(data
+            .iter()
+            .map(|r| r.as_array().cloned().unwrap_or_default())
+            .collect())
+    }
+
+    /// Headline counts.
+    pub async fn counts(&self, q: &Query) -> Result<Counts, ClickHouseError> {
+        let rows = self.rows(q, COUNTS, "").await?;
+        Ok(rows.first().map(|r| counts_at(r, 0)).unwrap_or_default())
+    }
+
+    /// Per UTC day.
+    pub async fn by_day(&self, q: &Query) -> Result<Vec<DayFigures>, ClickHouseError> {
+        let rows = self
+            .rows(
+                q,
+                "toString(day), countIf(event_type = 'page.view'), countIf(event_type = 'registration.completed'),
+                 countIf(event_type = 'checkin.completed')",
+                "GROUP BY day ORDER BY day",
+            )
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(DayFigures {
+                    date: s(&r[0])
+                        .parse()
+                        .map_err(|e: chrono::ParseError| ClickHouseError::Shape(e.to_string()))?,
+                    views: n(&r[1]),
+                    registrations: n(&r[2]),
+                    checked_in: n(&r[3]),
+                })
+            })
+            .collect()
+    }
+
+    /// Per ticket type.
+    pub async fn by_ticket_type(
+        &self,
+        q: &Query,
+    ) -> Result<Vec<TicketTypeFigures>, ClickHouseError> {
+        let rows = self
+            .rows(
+                q,
+                "ticket_type, countIf(event_type = 'registration.completed'), countIf(event_type = 'checkin.completed')",
+                "AND event_type IN ('registration.completed', 'checkin.completed') GROUP BY ticket_type ORDER BY ticket_type",
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| TicketTypeFigures {
+                ticket_type_id: s(&r[0]),
+                registrations: n(&r[1]),
+                checked_in: n(&r[2]),
+            })
+            .collect())
+    }
+
+    /// Per traffic source.
+    pub async fn by_source(&self, q: &Query) -> Result<Vec<SourceFigures>, ClickHouseError> {
+        let rows = self
+            .rows(
+                q,
+                "source, countIf(event_type = 'page.view'), countIf(event_type = 'registration.completed')",
+                "AND event_type IN ('page.view', 'registration.completed') GROUP BY source ORDER BY source",
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| SourceFigures {
+                source: s(&r[0]),
+                views: n(&r[1]),
+                registrations: n(&r[2]),
+            })
+            .collect())
+    }
+
+    /// Counts per event of the organization.
+    pub async fn per_event(&self, q: &Query) -> Result<Vec<(Uuid, Counts)>, ClickHouseError> {
+        let rows = self
+            .rows(
+                q,
+                &format!("event_id, {COUNTS}"),
+                "AND event_id != '' GROUP BY event_id",
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| Some((s(&r[0]).parse().ok()?, counts_at(r, 1))))
+            .collect())
+    }
+
+    /// Removes records created before `before` (a mutation; 18.16 has no TTL).
+    pub async fn purge(&self, before: DateTime<Utc>) -> Result<(), ClickHouseError> {
+        self.run(
+            format!(
+                "ALTER TABLE {}.analytics_events DELETE WHERE created_at < {}",
+                self.database,
+                time(before)
+            ),
+            None,
+        )
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,250 @@
+//! The analytics service over HTTP (port 8086): tracking, the event dashboard and funnel, and
+//! the organization report. Figures are for members of the organization only.
+
+use crate::context::Caller;
+use crate::error::ApiError;
+use crate::extract::{Json, Path, Query};
+use crate::state::{Analytics, AppState};
+use analytics::figures::{Dashboard, Funnel, Period, Report};
+use analytics::record::Record;
+use analytics::tracked;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use chrono::{DateTime, Utc};
+use domain::ErrorCode;
+use domain::analytics::{MAX_PROPERTIES_BYTES, TrackType};
+use domain::i18n::Text;
+use domain::ids::TenantId;
+use domain::validation::{FieldError, FieldErrors};
+use serde::{Deserialize, Serialize};
+use utoipa::OpenApi;
+use uuid::Uuid;
+
+/// The routes of the analytics service.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/analytics/track", post(track))
+        .route("/api/v1/analytics/events/{id}/dashboard", get(dashboard))
+        .route("/api/v1/analytics/events/{id}/funnel", get(funnel))
+        .route("/api/v1/analytics/organizations/{id}/report", get(report))
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    paths(track, dashboard, funnel, report),
+    tags((name = "analytics", description = "Tracking, dashboards, funnel and reports"))
+)]
+struct AnalyticsApi;
+
+/// The analytics service's part of the OpenAPI document.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    AnalyticsApi::openapi()
+}
+
+fn parts(state: &AppState) -> Result<&Analytics, ApiError> {
+    state
+        .analytics
+        .as_ref()
+        .ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable))
+}
+
+/// One tracked event.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrackRequest {
+    /// `page.view` or `registration.started` (the others come from the services).
+    pub event_type: String,
+    /// The event looked at.
+    pub event_id: Uuid,
+    /// Details (source, ticketTypeId, visitorId…), at most 4 KB.
+    #[schema(value_type = Option<Object>)]
+    pub properties: Option<serde_json::Value>,
+}
+
+/// The answer to a tracked event.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Tracked {
+    /// The record's id.
+    pub id: Uuid,
+}
+
+/// Tracks one event of a published event: accepted at once, written in batches.
+#[utoipa::path(post, path = "/api/v1/analytics/track", tag = "analytics", request_body = TrackRequest,
+    responses((status = 202, body = Tracked), (status = 400, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn track(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<TrackRequest>,
+) -> Result<(StatusCode, Json<Tracked>), ApiError> {
+    let parts = parts(&state)?;
+    let mut errors = FieldErrors::new();
+    let kind = body
+        .event_type
+        .parse::<TrackType>()
+        .ok()
+        .filter(|t| t.client_tracked());
+    if kind.is_none() {
+        errors.add(
+            "eventType",
+            FieldError::Invalid(Text {
+                ru: "Допустимо: page.view, registration.started",
+                en: "One of page.view, registration.started",
+            }),
+        );
+    }
+    let properties = body.properties.unwrap_or_else(|| serde_json::json!({}));
+    if !properties.is_object() {
+        errors.add(
+            "properties",
+            FieldError::WrongType {
+                expected: "object".into(),
+            },
+        );
+    } else if properties.to_string().len() > MAX_PROPERTIES_BYTES {
+        errors.add(
+            "properties",
+            FieldError::TooLong {
+                max: MAX_PROPERTIES_BYTES,
+            },
+        );
+    }
+    errors.into_result()?;
+    let kind = kind.ok_or_else(|| ApiError::new(ErrorCode::ValidationError))?;
+    // The record belongs to the event's organization, whoever looked at it.
+    let tenant = tracked::tenant_of(&state.db, body.event_id)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let record = Record::new(
+        Uuid::now_v7(),
+        tenant,
+        kind,
+        Some(body.event_id),
+        caller.user.map(|u| u.as_uuid()),
+        properties,
+        state.clock.now(),
+    );
+    let id = record.id;
+    if !parts.ingest.track(record) {
+        return Err(ApiError::new(ErrorCode::ServiceUnavailable));
+    }
+    Ok((StatusCode::ACCEPTED, Json(Tracked { id })))
+}
+
+/// An optional period (RFC 3339; from inclusive, to exclusive).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PeriodQuery {
+    /// From.
+    pub from: Option<DateTime<Utc>>,
+    /// To.
+    pub to: Option<DateTime<Utc>>,
+}
+
+impl PeriodQuery {
+    fn period(&self) -> Result<Period, ApiError> {
+        if let (Some(from), Some(to)) = (self.from, self.to)
+            && from >= to
+        {
+            return Err(ApiError::field(
+                "to",
+                FieldError::Invalid(Text {
+                    ru: "Должно быть позже from",
+                    en: "Must be after from",
+                }),
+            ));
+        }
+        Ok(Period {
+            from: self.from,
+            to: self.to,
+        })
+    }
+}
+
+/// The organization of a tracked event, if the caller is one of its members; 404 otherwise
+/// (other organizations' events are not confirmed to exist).
+async fn members_event(
+    state: &AppState,
+    caller: &Caller,
+    event: Uuid,
+) -> Result<TenantId, ApiError> {
+    caller.require_user()?;
+    match tracked::tenant_of(&state.db, event).await? {
+        Some(tenant) if caller.tenant == Some(tenant) && !caller.roles.is_empty() => Ok(tenant),
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+fn store_error(e: analytics::store::StoreError) -> ApiError {
+    tracing::error!(error = %e, "analytics store failed");
+    ApiError::new(ErrorCode::ServiceUnavailable)
+}
+
+/// The dashboard of an event.
+#[utoipa::path(get, path = "/api/v1/analytics/events/{id}/dashboard", tag = "analytics", params(PeriodQuery),
+    responses((status = 200, body = Dashboard), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn dashboard(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(event): Path<Uuid>,
+    Query(query): Query<PeriodQuery>,
+) -> Result<Json<Dashboard>, ApiError> {
+    let period = query.period()?;
+    let tenant = members_event(&state, &caller, event).await?;
+    let parts = parts(&state)?;
+    Ok(Json(
+        parts
+            .store
+            .dashboard(tenant, event, period)
+            .await
+            .map_err(store_error)?,
+    ))
+}
+
+/// The registration funnel of an event.
+#[utoipa::path(get, path = "/api/v1/analytics/events/{id}/funnel", tag = "analytics", params(PeriodQuery),
+    responses((status = 200, body = Funnel), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn funnel(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(event): Path<Uuid>,
+    Query(query): Query<PeriodQuery>,
+) -> Result<Json<Funnel>, ApiError> {
+    let period = query.period()?;
+    let tenant = members_event(&state, &caller, event).await?;
+    let parts = parts(&state)?;
+    Ok(Json(
+        parts
+            .store
+            .funnel(tenant, event, period)
+            .await
+            .map_err(store_error)?,
+    ))
+}
+
+/// The report of an organization: its events together and each event.
+#[utoipa::path(get, path = "/api/v1/analytics/organizations/{id}/report", tag = "analytics", params(PeriodQuery),
+    responses((status = 200, body = Report), (status = 403, body = crate::error::ErrorBody)))]
+pub async fn report(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(organization): Path<Uuid>,
+    Query(query): Query<PeriodQuery>,
+) -> Result<Json<Report>, ApiError> {
+    let period = query.period()?;
+    caller.require_user()?;
+    let tenant = TenantId(organization);
+    if caller.tenant != Some(tenant) || caller.roles.is_empty() {
+        return Err(ApiError::new(ErrorCode::Forbidden));
+    }
+    let parts = parts(&state)?;
+    Ok(Json(
+        parts
+            .store
+            .report(tenant, period)
+            .await
+            .map_err(store_error)?,
+    ))
+}

@@ -1,0 +1,19 @@
+-- ClickHouse 18.16 and later: MergeTree partitioned by month (retention drops whole old
+-- partitions and deletes the rest of the oldest month; 18.16 has no TTL), ordered for the
+-- per-event and per-organization queries. Ids are strings: 18.16 cannot sort by a nullable.
+CREATE TABLE IF NOT EXISTS {db}.analytics_events (
+    id          String,
+    tenant_id   String,
+    event_type  String,
+    event_id    String,
+    user_id     String,
+    properties  String,
+    created_at  DateTime('UTC'),
+    day         Date,
+    ticket_type String,
+    source      String,
+    status      String,
+    viewer      String
+) ENGINE = MergeTree()
+PARTITION BY toYYYYMM(day)
+ORDER BY (tenant_id, event_id, created_at, id)
