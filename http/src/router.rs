@@ -30,7 +30,8 @@ pub fn api_routes(service: Service, state: &AppState) -> Router<AppState> {
             ))
             .merge(crate::events::self_idempotent_routes()),
         Service::Media => crate::media::routes(),
-        Service::Gateway | Service::Notifications | Service::Analytics => Router::new(),
+        Service::Analytics => crate::analytics::routes(),
+        Service::Gateway | Service::Notifications => Router::new(),
     }
 }
 

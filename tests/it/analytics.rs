@@ -1,0 +1,462 @@
+//! The analytics service run twice over the same seeded data, once on PostgreSQL (the embedded
+//! store) and once on ClickHouse: the dashboards, funnels and reports must be identical, and
+//! equal to the figures worked out by hand. Plus tracking's refusals and who may read.
+
+use crate::identity::Ctx;
+use crate::support::{eventually, send};
+use chrono::{DateTime, Duration, Utc};
+use domain::clock::Clock;
+use domain::envelope::Envelope;
+use domain::ids::{EventId, TenantId, UserId};
+use domain::roles::Role;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+const SECRET: &str = "test-secret-test-secret-test-secret";
+
+/// Ids shared by both runs, so their answers can be compared as they are.
+struct Seed {
+    tenant: TenantId,
+    concert: Uuid,
+    lecture: Uuid,
+    standard: Uuid,
+    vip: Uuid,
+    users: Vec<Uuid>,
+    start: DateTime<Utc>,
+}
+
+impl Seed {
+    fn new() -> Seed {
+        Seed {
+            tenant: TenantId::new(),
+            concert: Uuid::now_v7(),
+            lecture: Uuid::now_v7(),
+            standard: Uuid::now_v7(),
+            vip: Uuid::now_v7(),
+            users: (0..6).map(|_| Uuid::now_v7()).collect(),
+            start: DateTime::parse_from_rfc3339("2026-11-20T10:00:00Z")
+                .unwrap()
+                .with_timezone(&Utc),
+        }
+    }
+
+    fn token(&self, tenant: Option<TenantId>, roles: Vec<Role>) -> String {
+        http::tokens::Tokens::new(SECRET)
+            .issue(UserId::new(), None, tenant, roles, None, Utc::now())
+            .unwrap()
+            .token
+    }
+
+    fn member(&self) -> String {
+        self.token(Some(self.tenant), vec![Role::Moderator])
+    }
+}
+
+async fn context(clickhouse: bool) -> Ctx {
+    Ctx::with_config(|c| {
+        if clickhouse {
+            let url =
+                std::env::var("CLICKHOUSE_URL").unwrap_or_else(|_| "http://127.0.0.1:8123".into());
+            c.clickhouse.url = Some(format!(
+                "{url}?database=bilet_test_{}",
+                Uuid::new_v4().simple()
+            ));
+        }
+    })
+    .await
+}
+
+fn envelope(seed: &Seed, kind: &str, at: DateTime<Utc>, data: Value) -> Envelope {
+    Envelope {
+        id: EventId::new(),
+        event_type: kind.into(),
+        occurred_at: at,
+        tenant_id: Some(seed.tenant),
+        actor_id: None,
+        data,
+    }
+}
+
+async fn track(ctx: &Ctx, token: Option<&str>, body: Value) -> crate::support::Reply {
+    let mut request = ctx
+        .http
+        .post(format!("{}/api/v1/analytics/track", ctx.base))
+        .header("Accept-Language", "en")
+        .json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    send(request).await
+}
+
+/// Seeds the same records and answers the figures both stores must agree on.
+async fn seed_and_read(ctx: &Ctx, seed: &Seed) -> Vec<Value> {
+    // Every run happens at the same instant of the service clock.
+    ctx.clock.advance(seed.start - ctx.clock.now());
+    let broker = ctx.broker();
+    let day1 = seed.start;
+    let day2 = seed.start + Duration::days(1);
+    for event in [seed.concert, seed.lecture] {
+        broker
+            .publish(&[envelope(
+                seed,
+                "event.published",
+                day1,
+                json!({"eventId": event}),
+            )])
+            .await
+            .unwrap();
+    }
+    assert!(
+        eventually(10, || async {
+            track(
+                ctx,
+                None,
+                json!({"eventType": "page.view", "eventId": seed.lecture}),
+            )
+            .await
+            .status
+                == 202
+        })
+        .await,
+        "event.published starts tracking"
+    );
+
+    // Day 1: 4 users and 3 anonymous views (2 visitors) of the concert from three sources,
+    // 3 registrations started.
+    let user_tokens: Vec<String> = seed
+        .users
+        .iter()
+        .map(|_| seed.token(None, vec![]))
+        .collect();
+    for (i, token) in user_tokens.iter().take(4).enumerate() {
+        let source = ["vk", "telegram", "vk", "direct"][i];
+        let r = track(ctx, Some(token), json!({"eventType": "page.view", "eventId": seed.concert, "properties": {"source": source}})).await;
+        assert_eq!(r.status, 202, "{}", r.body);
+    }
+    for visitor in ["a", "a", "b"] {
+        let r = track(ctx, None, json!({"eventType": "page.view", "eventId": seed.concert, "properties": {"visitorId": visitor, "source": "telegram"}})).await;
+        assert_eq!(r.status, 202);
+    }
+    for token in user_tokens.iter().take(3) {
+        let r = track(
+            ctx,
+            Some(token),
+            json!({"eventType": "registration.started", "eventId": seed.concert}),
+        )
+        .await;
+        assert_eq!(r.status, 202);
+    }
+    // Day 2: one more view and start.
+    ctx.clock.advance(Duration::days(1));
+    track(
+        ctx,
+        Some(&user_tokens[4]),
+        json!({"eventType": "page.view", "eventId": seed.concert, "properties": {"source": "vk"}}),
+    )
+    .await;
+    track(
+        ctx,
+        Some(&user_tokens[4]),
+        json!({"eventType": "registration.started", "eventId": seed.concert}),
+    )
+    .await;
+
+    // From the event service: 4 registrations of the concert (2 free and confirmed, 2 paid and
+    // reserved, one of them paid), one of the lecture, two check-ins, a cancellation; one
+    // registration.created delivered twice.
+    let registration = |user: usize, ticket: Uuid, status: &str, event: Uuid| json!({"registrationId": Uuid::now_v7(), "eventId": event, "ticketTypeId": ticket, "userId": seed.users[user], "status": status});
+    let twice = envelope(
+        seed,
+        "registration.created",
+        day1,
+        registration(0, seed.standard, "CONFIRMED", seed.concert),
+    );
+    let events = vec![
+        twice.clone(),
+        twice,
+        envelope(
+            seed,
+            "registration.created",
+            day1,
+            registration(1, seed.standard, "CONFIRMED", seed.concert),
+        ),
+        envelope(
+            seed,
+            "registration.created",
+            day1,
+            registration(2, seed.vip, "RESERVED", seed.concert),
+        ),
+        envelope(
+            seed,
+            "registration.created",
+            day2,
+            registration(4, seed.vip, "RESERVED", seed.concert),
+        ),
+        envelope(
+            seed,
+            "registration.created",
+            day2,
+            registration(5, seed.standard, "CONFIRMED", seed.lecture),
+        ),
+        envelope(
+            seed,
+            "payment.completed",
+            day2,
+            json!({"registrationId": Uuid::now_v7(), "eventId": seed.concert, "userId": seed.users[2], "amountCents": 5000}),
+        ),
+        envelope(
+            seed,
+            "checkin.completed",
+            day2,
+            registration(0, seed.standard, "CHECKED_IN", seed.concert),
+        ),
+        envelope(
+            seed,
+            "checkin.completed",
+            day2,
+            registration(2, seed.vip, "CHECKED_IN", seed.concert),
+        ),
+        envelope(
+            seed,
+            "registration.cancelled",
+            day2,
+            registration(1, seed.standard, "CANCELLED", seed.concert),
+        ),
+    ];
+    for event in &events {
+        broker.publish(std::slice::from_ref(event)).await.unwrap();
+    }
+
+    let member = seed.member();
+    let get = |path: String| {
+        let member = member.clone();
+        async move { ctx.get(&path, Some(&member)).await }
+    };
+    let funnel_path = format!("/api/v1/analytics/events/{}/funnel", seed.concert);
+    assert!(
+        eventually(15, || async {
+            let f = get(funnel_path.clone()).await.body;
+            f["completed"] == 4 && f["checkedIn"] == 2 && f["views"] == 8 && f["started"] == 4
+        })
+        .await,
+        "tracked and recorded: {}",
+        get(funnel_path.clone()).await.body
+    );
+    let day1_only = format!(
+        "?from={}&to={}",
+        seed.start
+            .date_naive()
+            .and_hms_opt(0, 0, 0)
+            .unwrap()
+            .and_utc()
+            .to_rfc3339(),
+        (seed.start + Duration::days(1))
+            .date_naive()
+            .and_hms_opt(0, 0, 0)
+            .unwrap()
+            .and_utc()
+            .to_rfc3339()
+    )
+    .replace('+', "%2B");
+    let mut answers = Vec::new();
+    for path in [
+        format!("/api/v1/analytics/events/{}/dashboard", seed.concert),
+        format!(
+            "/api/v1/analytics/events/{}/dashboard{day1_only}",
+            seed.concert
+        ),
+        funnel_path.clone(),
+        format!("/api/v1/analytics/events/{}/funnel", seed.lecture),
+        format!(
+            "/api/v1/analytics/organizations/{}/report",
+            seed.tenant.as_uuid()
+        ),
+    ] {
+        let r = get(path.clone()).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        answers.push(r.body);
+    }
+    answers
+}
+
+fn check_figures(seed: &Seed, answers: &[Value]) {
+    let dashboard = &answers[0];
+    assert_eq!(dashboard["totalViews"], 8);
+    assert_eq!(dashboard["uniqueViews"], 7, "4 + 1 users and 2 visitors");
+    assert_eq!(
+        dashboard["totalRegistrations"], 4,
+        "the repeated delivery counts once"
+    );
+    assert_eq!(dashboard["confirmedRegistrations"], 3, "2 free and 1 paid");
+    assert_eq!(dashboard["checkedIn"], 2);
+    assert_eq!(dashboard["viewToRegistrationRate"], 0.5);
+    assert_eq!(dashboard["registrationToCheckinRate"], 0.5);
+    assert_eq!(
+        dashboard["byDay"],
+        json!([
+            {"date": "2026-11-20", "views": 7, "registrations": 3, "checkedIn": 0},
+            {"date": "2026-11-21", "views": 1, "registrations": 1, "checkedIn": 2}
+        ])
+    );
+    let mut types = vec![
+        json!({"ticketTypeId": seed.standard.to_string(), "registrations": 2, "checkedIn": 1}),
+        json!({"ticketTypeId": seed.vip.to_string(), "registrations": 2, "checkedIn": 1}),
+    ];
+    types.sort_by_key(|t| t["ticketTypeId"].as_str().unwrap().to_string());
+    assert_eq!(dashboard["byTicketType"], Value::Array(types));
+    assert_eq!(
+        dashboard["bySource"],
+        json!([
+            {"source": "direct", "views": 1, "registrations": 4},
+            {"source": "telegram", "views": 4, "registrations": 0},
+            {"source": "vk", "views": 3, "registrations": 0}
+        ])
+    );
+    let day1 = &answers[1];
+    assert_eq!(
+        (
+            day1["totalViews"].clone(),
+            day1["totalRegistrations"].clone()
+        ),
+        (json!(7), json!(3))
+    );
+    assert_eq!(
+        answers[2],
+        json!({"eventId": seed.concert, "views": 8, "started": 4, "completed": 4, "checkedIn": 2,
+               "startRate": 0.5, "completionRate": 1.0, "attendanceRate": 0.5})
+    );
+    let lecture = &answers[3];
+    assert_eq!(lecture["views"], 1);
+    assert_eq!(lecture["startRate"], 0.0, "no start over one view");
+    assert_eq!(
+        lecture["attendanceRate"], 0.0,
+        "zero check-ins of one registration"
+    );
+    let report = &answers[4];
+    assert_eq!(report["totalRegistrations"], 5);
+    assert_eq!(report["events"][0]["eventId"], seed.concert.to_string());
+    assert_eq!(report["events"][1]["eventId"], seed.lecture.to_string());
+    assert_eq!(report["events"][1]["totalRegistrations"], 1);
+}
+
+#[tokio::test]
+async fn both_stores_give_identical_figures() {
+    let seed = Seed::new();
+    let postgres = context(false).await;
+    let from_postgres = seed_and_read(&postgres, &seed).await;
+    check_figures(&seed, &from_postgres);
+    let clickhouse = context(true).await;
+    let from_clickhouse = seed_and_read(&clickhouse, &seed).await;
+    check_figures(&seed, &from_clickhouse);
+    assert_eq!(from_postgres, from_clickhouse);
+}
+
+#[tokio::test]
+async fn tracking_refuses_bad_input_and_only_members_read() {
+    let seed = Seed::new();
+    let ctx = context(false).await;
+    ctx.broker()
+        .publish(&[envelope(
+            &seed,
+            "event.published",
+            Utc::now(),
+            json!({"eventId": seed.concert}),
+        )])
+        .await
+        .unwrap();
+    eventually(3, || async {
+        track(
+            &ctx,
+            None,
+            json!({"eventType": "page.view", "eventId": seed.concert}),
+        )
+        .await
+        .status
+            == 202
+    })
+    .await;
+    let probe = track(
+        &ctx,
+        None,
+        json!({"eventType": "page.view", "eventId": seed.concert}),
+    )
+    .await;
+    assert_eq!(probe.status, 202, "{}", probe.body);
+    let r = track(
+        &ctx,
+        None,
+        json!({"eventType": "checkin.completed", "eventId": seed.concert}),
+    )
+    .await;
+    assert_eq!(
+        r.status, 400,
+        "services report check-ins, clients do not: {}",
+        r.body
+    );
+    assert!(r.body["details"]["eventType"].is_string());
+    let r = track(&ctx, None, json!({"eventType": "page.view"})).await;
+    assert_eq!(r.status, 400);
+    assert!(r.body["details"]["eventId"].is_string());
+    let r = track(
+        &ctx,
+        None,
+        json!({"eventType": "page.view", "eventId": "nope"}),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    let r = track(
+        &ctx,
+        None,
+        json!({"eventType": "page.view", "eventId": seed.concert, "properties": [1]}),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    let big = "x".repeat(5000);
+    let r = track(
+        &ctx,
+        None,
+        json!({"eventType": "page.view", "eventId": seed.concert, "properties": {"note": big}}),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    let r = track(
+        &ctx,
+        None,
+        json!({"eventType": "page.view", "eventId": Uuid::now_v7()}),
+    )
+    .await;
+    assert_eq!(
+        r.status, 404,
+        "events that were never published are not tracked"
+    );
+
+    let dashboard = format!("/api/v1/analytics/events/{}/dashboard", seed.concert);
+    assert_eq!(ctx.get(&dashboard, Some(&seed.member())).await.status, 200);
+    let outsider = seed.token(Some(TenantId::new()), vec![Role::Owner]);
+    assert_eq!(ctx.get(&dashboard, Some(&outsider)).await.status, 404);
+    assert_eq!(
+        ctx.get(&dashboard, Some(&seed.token(None, vec![])))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(ctx.get(&dashboard, None).await.status, 401);
+    let report = format!(
+        "/api/v1/analytics/organizations/{}/report",
+        seed.tenant.as_uuid()
+    );
+    assert_eq!(ctx.get(&report, Some(&outsider)).await.status, 403);
+    assert_eq!(ctx.get(&report, Some(&seed.member())).await.status, 200);
+    let r = ctx
+        .get(
+            &format!("{dashboard}?from=2026-11-22T00:00:00Z&to=2026-11-21T00:00:00Z"),
+            Some(&seed.member()),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = ctx
+        .get(&format!("{dashboard}?from=yesterday"), Some(&seed.member()))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+}
