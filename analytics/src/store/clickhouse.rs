@@ -28,7 +28,7 @@ pub enum ClickHouseError {
 }
 
 const COUNTS: &str = "countIf(event_type = 'page.view'),
-    uniqExactIf(viewer, event_type = 'page.view'),
+    uniqExactIf(cityHash64(viewer), event_type = 'page.view'),
     countIf(event_type = 'registration.started'),
     countIf(event_type = 'registration.completed'),
     countIf((event_type = 'registration.completed' AND status = 'CONFIRMED') OR event_type = 'payment.completed'),
@@ -60,6 +60,13 @@ fn counts_at(row: &[Value], at: usize) -> Counts {
 
 fn time(t: DateTime<Utc>) -> String {
     format!("toDateTime('{}', 'UTC')", t.format("%Y-%m-%d %H:%M:%S"))
+}
+
+fn event_filter(q: &Query) -> String {
+    match q.event {
+        Some(e) => format!("AND event_id = '{e}'"),
+        None => String::new(),
+    }
 }
 
 /// The ClickHouse store.
@@ -117,7 +124,10 @@ impl ClickHouseStore {
             .collect::<Vec<_>>()
             .join("\n")
             .replace("{db}", &self.database);
-        self.run(ddl, None).await?;
+        // The HTTP interface takes one statement per request.
+        for statement in ddl.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            self.run(statement.to_string(), None).await?;
+        }
         Ok(())
     }
 
@@ -153,25 +163,51 @@ impl ClickHouseStore {
         Ok(())
     }
 
-    async fn rows(
+    /// Grouped counts: from the daily table when the period's ends fall on midnight (UTC),
+    /// where it gives exactly what the records would; from the records otherwise.
+    async fn grouped(
         &self,
         q: &Query,
-        select: &str,
-        tail: &str,
+        key: &str,
+        counts: &[&str],
+        types: &str,
     ) -> Result<Vec<Vec<Value>>, ClickHouseError> {
+        let whole_days = [q.period.from, q.period.to]
+            .iter()
+            .flatten()
+            .all(|t| t.timestamp() % 86_400 == 0);
+        if !whole_days {
+            let select = std::iter::once(key.to_string())
+                .chain(counts.iter().map(|c| format!("countIf({c})")))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return self
+                .rows(
+                    q,
+                    &select,
+                    &format!("AND event_type IN ({types}) GROUP BY {key} ORDER BY {key}"),
+                )
+                .await;
+        }
         let (from, to) = q.period.bounds();
-        let event = match q.event {
-            Some(e) => format!("AND event_id = '{e}'"),
-            None => String::new(),
-        };
+        let select = std::iter::once(key.to_string())
+            .chain(counts.iter().map(|c| format!("sumIf(n, {c})")))
+            .collect::<Vec<_>>()
+            .join(", ");
         let sql = format!(
-            "SELECT {select} FROM {}.analytics_events WHERE tenant_id = '{}' {event}
-             AND created_at >= {} AND created_at < {} {tail} FORMAT JSONCompact",
+            "SELECT {select} FROM {}.analytics_daily WHERE tenant_id = '{}' {}
+             AND day >= toDate({}) AND day < toDate({}) AND event_type IN ({types})
+             GROUP BY {key} ORDER BY {key} FORMAT JSONCompact",
             self.database,
             q.tenant.as_uuid(),
+            event_filter(q),
             time(from),
             time(to)
         );
+        self.data(sql).await
+    }
+
+    async fn data(&self, sql: String) -> Result<Vec<Vec<Value>>, ClickHouseError> {
         let answer: Value = serde_json::from_str(&self.run(sql, None).await?)
             .map_err(|e| ClickHouseError::Shape(e.to_string()))?;
         let data = answer["data"]
@@ -183,6 +219,25 @@ impl ClickHouseStore {
             .collect())
     }
 
+    async fn rows(
+        &self,
+        q: &Query,
+        select: &str,
+        tail: &str,
+    ) -> Result<Vec<Vec<Value>>, ClickHouseError> {
+        let (from, to) = q.period.bounds();
+        let sql = format!(
+            "SELECT {select} FROM {}.analytics_events WHERE tenant_id = '{}' {}
+             AND created_at >= {} AND created_at < {} {tail} FORMAT JSONCompact",
+            self.database,
+            q.tenant.as_uuid(),
+            event_filter(q),
+            time(from),
+            time(to)
+        );
+        self.data(sql).await
+    }
+
     /// Headline counts.
     pub async fn counts(&self, q: &Query) -> Result<Counts, ClickHouseError> {
         let rows = self.rows(q, COUNTS, "").await?;
@@ -192,11 +247,15 @@ impl ClickHouseStore {
     /// Per UTC day.
     pub async fn by_day(&self, q: &Query) -> Result<Vec<DayFigures>, ClickHouseError> {
         let rows = self
-            .rows(
+            .grouped(
                 q,
-                "toString(day), countIf(event_type = 'page.view'), countIf(event_type = 'registration.completed'),
-                 countIf(event_type = 'checkin.completed')",
-                "GROUP BY day ORDER BY day",
+                "toString(day)",
+                &[
+                    "event_type = 'page.view'",
+                    "event_type = 'registration.completed'",
+                    "event_type = 'checkin.completed'",
+                ],
+                "'page.view', 'registration.completed', 'checkin.completed'",
             )
             .await?;
         rows.iter()
@@ -219,10 +278,14 @@ impl ClickHouseStore {
         q: &Query,
     ) -> Result<Vec<TicketTypeFigures>, ClickHouseError> {
         let rows = self
-            .rows(
+            .grouped(
                 q,
-                "ticket_type, countIf(event_type = 'registration.completed'), countIf(event_type = 'checkin.completed')",
-                "AND event_type IN ('registration.completed', 'checkin.completed') GROUP BY ticket_type ORDER BY ticket_type",
+                "ticket_type",
+                &[
+                    "event_type = 'registration.completed'",
+                    "event_type = 'checkin.completed'",
+                ],
+                "'registration.completed', 'checkin.completed'",
             )
             .await?;
         Ok(rows
@@ -238,10 +301,14 @@ impl ClickHouseStore {
     /// Per traffic source.
     pub async fn by_source(&self, q: &Query) -> Result<Vec<SourceFigures>, ClickHouseError> {
         let rows = self
-            .rows(
+            .grouped(
                 q,
-                "source, countIf(event_type = 'page.view'), countIf(event_type = 'registration.completed')",
-                "AND event_type IN ('page.view', 'registration.completed') GROUP BY source ORDER BY source",
+                "source",
+                &[
+                    "event_type = 'page.view'",
+                    "event_type = 'registration.completed'",
+                ],
+                "'page.view', 'registration.completed'",
             )
             .await?;
         Ok(rows

@@ -121,9 +121,9 @@ impl Store {
             event: None,
             period,
         };
-        let mut per_event: Vec<(Uuid, Counts)> = match self {
-            Store::Postgres(s) => s.per_event(&q).await?,
-            Store::ClickHouse(s) => s.per_event(&q).await?,
+        let (counts, mut per_event) = match self {
+            Store::Postgres(s) => tokio::try_join!(s.counts(&q), s.per_event(&q))?,
+            Store::ClickHouse(s) => tokio::try_join!(s.counts(&q), s.per_event(&q))?,
         };
         per_event.sort_by(|a, b| {
             b.1.registrations
@@ -132,7 +132,7 @@ impl Store {
         });
         Ok(Report {
             organization_id: tenant.as_uuid(),
-            totals: self.counts(&q).await?.into(),
+            totals: counts.into(),
             events: per_event
                 .into_iter()
                 .map(|(event_id, c)| EventFigures {
