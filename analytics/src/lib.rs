@@ -3,6 +3,7 @@
 //! consumers that record what the other services report.
 
 pub mod consumers;
+pub mod export;
 pub mod figures;
 pub mod ingest;
 pub mod record;

@@ -29,11 +29,12 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/analytics/events/{id}/dashboard", get(dashboard))
         .route("/api/v1/analytics/events/{id}/funnel", get(funnel))
         .route("/api/v1/analytics/organizations/{id}/report", get(report))
+        .route("/api/v1/analytics/export", post(export))
 }
 
 #[derive(OpenApi)]
 #[openapi(
-    paths(track, dashboard, funnel, report),
+    paths(track, dashboard, funnel, report, export),
     tags((name = "analytics", description = "Tracking, dashboards, funnel and reports"))
 )]
 struct AnalyticsApi;
@@ -247,4 +248,147 @@ pub async fn report(
             .await
             .map_err(store_error)?,
     ))
+}
+
+/// The longest period one export covers (the retention).
+const MAX_EXPORT_DAYS: i64 = 366;
+
+/// A file format of the export.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    /// Comma-separated values.
+    Csv,
+    /// An Excel workbook.
+    Xlsx,
+}
+
+/// What to export.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExportRequest {
+    /// One event only.
+    pub event_id: Option<Uuid>,
+    /// The organization.
+    pub organization_id: Uuid,
+    /// From (inclusive).
+    pub date_from: DateTime<Utc>,
+    /// To (exclusive).
+    pub date_to: DateTime<Utc>,
+    /// csv or xlsx.
+    pub format: ExportFormat,
+}
+
+/// Exports the organization's records of a period (at most 366 days) as CSV or XLSX, streamed.
+#[utoipa::path(post, path = "/api/v1/analytics/export", tag = "analytics", request_body = ExportRequest,
+    responses((status = 200, description = "text/csv or application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+        (status = 400, body = crate::error::ErrorBody), (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn export(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<ExportRequest>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    caller.require_user()?;
+    if body.date_from >= body.date_to {
+        return Err(ApiError::field(
+            "dateTo",
+            FieldError::Invalid(Text {
+                ru: "Должно быть позже dateFrom",
+                en: "Must be after dateFrom",
+            }),
+        ));
+    }
+    if body.date_to - body.date_from > chrono::Duration::days(MAX_EXPORT_DAYS) {
+        return Err(ApiError::field(
+            "dateTo",
+            FieldError::Invalid(Text {
+                ru: "Период не длиннее 366 дней",
+                en: "The period is at most 366 days",
+            }),
+        ));
+    }
+    let tenant = TenantId(body.organization_id);
+    if caller.tenant != Some(tenant) || caller.roles.is_empty() {
+        return Err(ApiError::new(ErrorCode::Forbidden));
+    }
+    if let Some(event) = body.event_id
+        && tracked::tenant_of(&state.db, event).await? != Some(tenant)
+    {
+        return Err(ApiError::not_found());
+    }
+    let store = parts(&state)?.store.clone();
+    let query = analytics::store::Query {
+        tenant,
+        event: body.event_id,
+        period: Period {
+            from: Some(body.date_from),
+            to: Some(body.date_to),
+        },
+    };
+    let name = format!(
+        "bilet-analytics-{}-{}-{}",
+        body.organization_id,
+        body.date_from.format("%Y%m%d"),
+        body.date_to.format("%Y%m%d")
+    );
+    let (content_type, file_name, stream_body) = match body.format {
+        ExportFormat::Csv => {
+            let (sink, receiver) = tokio::sync::mpsc::channel(4);
+            tokio::spawn(analytics::export::csv(store, query, sink));
+            (
+                "text/csv; charset=utf-8",
+                format!("{name}.csv"),
+                axum::body::Body::from_stream(futures_util::stream::unfold(
+                    receiver,
+                    |mut r| async move { r.recv().await.map(|chunk| (chunk, r)) },
+                )),
+            )
+        }
+        ExportFormat::Xlsx => {
+            let path = std::env::temp_dir().join(format!("bilet-export-{}.xlsx", Uuid::now_v7()));
+            let written = analytics::export::xlsx(&store, &query, path.clone()).await;
+            let file = match written {
+                Ok(()) => tokio::fs::File::open(&path)
+                    .await
+                    .map_err(|e| ApiError::internal(&e)),
+                Err(e) => Err(ApiError::internal(&e)),
+            };
+            // Unlinked now: the open handle keeps the bytes until the response is sent.
+            let _ = tokio::fs::remove_file(&path).await;
+            let file = file?;
+            (
+                "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                format!("{name}.xlsx"),
+                axum::body::Body::from_stream(futures_util::stream::unfold(
+                    Some(file),
+                    |file| async move {
+                        use tokio::io::AsyncReadExt;
+                        let mut f = file?;
+                        let mut buf = vec![0u8; 64 * 1024];
+                        match f.read(&mut buf).await {
+                            Ok(0) => None,
+                            Ok(n) => {
+                                buf.truncate(n);
+                                Some((Ok::<_, std::io::Error>(bytes::Bytes::from(buf)), Some(f)))
+                            }
+                            // The error ends the body; nothing more is read.
+                            Err(e) => Some((Err(e), None)),
+                        }
+                    },
+                )),
+            )
+        }
+    };
+    Ok((
+        [
+            (axum::http::header::CONTENT_TYPE, content_type.to_string()),
+            (
+                axum::http::header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{file_name}\""),
+            ),
+        ],
+        stream_body,
+    )
+        .into_response())
 }

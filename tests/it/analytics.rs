@@ -277,6 +277,56 @@ async fn seed_and_read(ctx: &Ctx, seed: &Seed) -> Vec<Value> {
         assert_eq!(r.status, 200, "{path}: {}", r.body);
         answers.push(r.body);
     }
+
+    // The export of the two days: every record once, as CSV and as XLSX.
+    let export = |format: &str| {
+        let member = member.clone();
+        let body = json!({"organizationId": seed.tenant.as_uuid(), "dateFrom": "2026-11-20T00:00:00Z",
+                          "dateTo": "2026-11-22T00:00:00Z", "format": format});
+        async move {
+            ctx.http
+                .post(format!("{}/api/v1/analytics/export", ctx.base))
+                .bearer_auth(member)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let csv = export("csv").await;
+    assert_eq!(csv.status(), 200);
+    assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
+    let disposition = csv.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        disposition.starts_with("attachment; filename=\"bilet-analytics-")
+            && disposition.ends_with(".csv\""),
+        "{disposition}"
+    );
+    let text = csv.text().await.unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("id,createdAt,eventType,eventId,userId,ticketTypeId,source,properties")
+    );
+    let mut per_type = std::collections::BTreeMap::<String, u64>::new();
+    for line in lines {
+        *per_type
+            .entry(line.split(',').nth(2).unwrap().to_string())
+            .or_default() += 1;
+    }
+    answers.push(json!(per_type));
+    let xlsx = export("xlsx").await;
+    assert_eq!(xlsx.status(), 200);
+    assert_eq!(
+        xlsx.headers()["content-type"],
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    );
+    let bytes = xlsx.bytes().await.unwrap();
+    assert!(bytes.starts_with(b"PK"), "a zip file");
+    assert!(bytes.windows(24).any(|w| w == b"xl/worksheets/sheet1.xml"));
     answers
 }
 
@@ -332,6 +382,12 @@ fn check_figures(seed: &Seed, answers: &[Value]) {
     assert_eq!(
         lecture["attendanceRate"], 0.0,
         "zero check-ins of one registration"
+    );
+    assert_eq!(
+        answers[5],
+        json!({"checkin.completed": 2, "page.view": 9, "payment.completed": 1, "registration.cancelled": 1,
+               "registration.completed": 5, "registration.started": 4}),
+        "the export holds every record of the two days once"
     );
     let report = &answers[4];
     assert_eq!(report["totalRegistrations"], 5);
@@ -459,4 +515,38 @@ async fn tracking_refuses_bad_input_and_only_members_read() {
         .get(&format!("{dashboard}?from=yesterday"), Some(&seed.member()))
         .await;
     assert_eq!(r.status, 400, "{}", r.body);
+
+    let export = |token: String, body: Value| {
+        let ctx = &ctx;
+        async move {
+            send(
+                ctx.http
+                    .post(format!("{}/api/v1/analytics/export", ctx.base))
+                    .bearer_auth(token)
+                    .header("Accept-Language", "en")
+                    .json(&body),
+            )
+            .await
+        }
+    };
+    let org = seed.tenant.as_uuid();
+    let ok = json!({"organizationId": org, "dateFrom": "2026-01-01T00:00:00Z", "dateTo": "2026-02-01T00:00:00Z", "format": "csv"});
+    let mut bad_format = ok.clone();
+    bad_format["format"] = json!("pdf");
+    assert_eq!(export(seed.member(), bad_format).await.status, 400);
+    let mut backwards = ok.clone();
+    backwards["dateTo"] = json!("2025-12-01T00:00:00Z");
+    let r = export(seed.member(), backwards).await;
+    assert_eq!(r.status, 400);
+    assert!(r.body["details"]["dateTo"].is_string());
+    let mut too_long = ok.clone();
+    too_long["dateTo"] = json!("2027-06-01T00:00:00Z");
+    assert_eq!(export(seed.member(), too_long).await.status, 400);
+    let mut missing = ok.clone();
+    missing.as_object_mut().unwrap().remove("organizationId");
+    assert_eq!(export(seed.member(), missing).await.status, 400);
+    assert_eq!(export(outsider.clone(), ok.clone()).await.status, 403);
+    let mut foreign_event = ok.clone();
+    foreign_event["eventId"] = json!(Uuid::now_v7());
+    assert_eq!(export(seed.member(), foreign_event).await.status, 404);
 }

@@ -2,6 +2,7 @@
 //! ids and times bilet formats itself, never client text; properties travel as JSON rows.
 
 use super::Query;
+use crate::export::ExportRow;
 use crate::figures::{Counts, DayFigures, SourceFigures, TicketTypeFigures};
 use crate::record::Record;
 use chrono::{DateTime, Utc};
@@ -336,11 +337,63 @@ impl ClickHouseStore {
             .collect())
     }
 
-    /// Removes records created before `before` (a mutation; 18.16 has no TTL).
+    /// One page of records in (created_at, id) order, after `after`.
+    pub async fn export_page(
+        &self,
+        q: &Query,
+        after: Option<(DateTime<Utc>, Uuid)>,
+        limit: usize,
+    ) -> Result<Vec<ExportRow>, ClickHouseError> {
+        let after = match after {
+            Some((t, id)) => format!(
+                "AND (created_at > {t} OR (created_at = {t} AND id > '{id}'))",
+                t = time(t)
+            ),
+            None => String::new(),
+        };
+        let rows = self
+            .rows(
+                q,
+                "id, toString(created_at), event_type, event_id, user_id, ticket_type, source, properties",
+                &format!("{after} ORDER BY created_at, id LIMIT {limit}"),
+            )
+            .await?;
+        let uuid = |v: &Value| s(v).parse::<Uuid>().ok();
+        rows.iter()
+            .map(|r| {
+                let created = chrono::NaiveDateTime::parse_from_str(&s(&r[1]), "%Y-%m-%d %H:%M:%S")
+                    .map_err(|e| ClickHouseError::Shape(e.to_string()))?
+                    .and_utc();
+                let properties: Value = serde_json::from_str(&s(&r[7])).unwrap_or(Value::Null);
+                Ok(ExportRow {
+                    id: uuid(&r[0]).ok_or_else(|| ClickHouseError::Shape("id".into()))?,
+                    created_at: created,
+                    event_type: s(&r[2]),
+                    event_id: uuid(&r[3]),
+                    user_id: uuid(&r[4]),
+                    ticket_type: s(&r[5]),
+                    source: s(&r[6]),
+                    properties: properties.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// Removes records created before `before`, and the daily counts of the days wholly before
+    /// it (mutations; 18.16 has no TTL).
     pub async fn purge(&self, before: DateTime<Utc>) -> Result<(), ClickHouseError> {
         self.run(
             format!(
                 "ALTER TABLE {}.analytics_events DELETE WHERE created_at < {}",
+                self.database,
+                time(before)
+            ),
+            None,
+        )
+        .await?;
+        self.run(
+            format!(
+                "ALTER TABLE {}.analytics_daily DELETE WHERE day < toDate({})",
                 self.database,
                 time(before)
             ),

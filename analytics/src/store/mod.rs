@@ -143,6 +143,16 @@ impl Store {
         })
     }
 
+    /// One page of records for export, in (created_at, id) order after `after`.
+    pub async fn export_page(
+        &self,
+        q: &Query,
+        after: Option<(DateTime<Utc>, Uuid)>,
+        limit: usize,
+    ) -> Result<Vec<crate::export::ExportRow>, StoreError> {
+        both!(self, export_page(q, after, limit))
+    }
+
     /// Removes records created before `before`.
     pub async fn purge(&self, before: DateTime<Utc>) -> Result<(), StoreError> {
         match self {

@@ -1,6 +1,7 @@
 //! The PostgreSQL dialect (schema analytics_service): the embedded default.
 
 use super::Query;
+use crate::export::ExportRow;
 use crate::figures::{Counts, DayFigures, SourceFigures, TicketTypeFigures};
 use crate::record::Record;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -181,6 +182,50 @@ impl PgStore {
             )
             .await?;
         Ok(rows.iter().map(|r| (r.get(0), counts_at(r, 1))).collect())
+    }
+
+    /// One page of records in (created_at, id) order, after `after`.
+    pub async fn export_page(
+        &self,
+        q: &Query,
+        after: Option<(DateTime<Utc>, Uuid)>,
+        limit: usize,
+    ) -> Result<Vec<ExportRow>, DbError> {
+        let tx = self.db.begin(Scope::tenant(q.tenant, None)).await?;
+        let (from, to) = q.period.bounds();
+        let (after_time, after_id) = (after.map(|a| a.0), after.map(|a| a.1));
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT id, created_at, event_type, event_id, user_id, ticket_type, source, properties {FROM}
+                     AND ($5::timestamptz IS NULL OR (created_at, id) > ($5, $6))
+                     ORDER BY created_at, id LIMIT $7"
+                ),
+                &[
+                    &q.tenant.as_uuid(),
+                    &q.event,
+                    &from,
+                    &to,
+                    &after_time,
+                    &after_id,
+                    &(limit as i64),
+                ],
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(rows
+            .iter()
+            .map(|r| ExportRow {
+                id: r.get(0),
+                created_at: r.get(1),
+                event_type: r.get(2),
+                event_id: r.get(3),
+                user_id: r.get(4),
+                ticket_type: r.get(5),
+                source: r.get(6),
+                properties: r.get::<_, serde_json::Value>(7).to_string(),
+            })
+            .collect())
     }
 
     /// Removes records created before `before`.
