@@ -1,5 +1,5 @@
 //! The batching actor (ractor) behind `/track`: accepted records wait in memory and are
-//! written together when 1,000 are waiting or 200 ms after the first, and whatever is waiting
+//! written together when 10,000 are waiting or 200 ms after the first, and whatever is waiting
 //! is written when the actor stops, so a clean shutdown loses nothing accepted. A failed write
 //! keeps the records for the next attempt (up to a bound, past which the oldest are dropped
 //! with an error in the log).
@@ -10,7 +10,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::time::Duration;
 
 /// Records written in one insert at most.
-pub const BATCH: usize = 1000;
+pub const BATCH: usize = 10_000;
 /// How long the first waiting record waits at most.
 pub const LINGER: Duration = Duration::from_millis(200);
 /// Records kept while the store fails, at most.

@@ -1,6 +1,7 @@
--- ClickHouse 18.16 and later: MergeTree partitioned by month (retention drops whole old
--- partitions and deletes the rest of the oldest month; 18.16 has no TTL), ordered for the
--- per-event and per-organization queries. Ids are strings: 18.16 cannot sort by a nullable.
+-- ClickHouse 18.16 and later: MergeTree partitioned by month (retention is a daily
+-- ALTER TABLE ... DELETE, since 18.16 has no TTL), ordered for the
+-- per-event and per-organization queries (by type next, so the unique-viewer count reads only
+-- the page views). Ids are strings: 18.16 cannot sort by a nullable.
 CREATE TABLE IF NOT EXISTS {db}.analytics_events (
     id          String,
     tenant_id   String,
@@ -16,7 +17,7 @@ CREATE TABLE IF NOT EXISTS {db}.analytics_events (
     viewer      String
 ) ENGINE = MergeTree()
 PARTITION BY toYYYYMM(day)
-ORDER BY (tenant_id, event_id, created_at, id)
+ORDER BY (tenant_id, event_id, event_type, created_at, id)
 ;
 -- Daily counts per event, type, ticket type, source and status, kept by a materialized view as
 -- rows arrive: the dashboard's groupings read thousands of rows here instead of millions.

@@ -63,6 +63,15 @@ fn time(t: DateTime<Utc>) -> String {
     format!("toDateTime('{}', 'UTC')", t.format("%Y-%m-%d %H:%M:%S"))
 }
 
+/// Whether the period's ends (if any) fall on midnight UTC, where the daily counts give
+/// exactly what the records give.
+fn whole_days(q: &Query) -> bool {
+    [q.period.from, q.period.to]
+        .iter()
+        .flatten()
+        .all(|t| t.timestamp() % 86_400 == 0)
+}
+
 fn event_filter(q: &Query) -> String {
     match q.event {
         Some(e) => format!("AND event_id = '{e}'"),
@@ -173,11 +182,7 @@ impl ClickHouseStore {
         counts: &[&str],
         types: &str,
     ) -> Result<Vec<Vec<Value>>, ClickHouseError> {
-        let whole_days = [q.period.from, q.period.to]
-            .iter()
-            .flatten()
-            .all(|t| t.timestamp() % 86_400 == 0);
-        if !whole_days {
+        if !whole_days(q) {
             let select = std::iter::once(key.to_string())
                 .chain(counts.iter().map(|c| format!("countIf({c})")))
                 .collect::<Vec<_>>()
@@ -241,8 +246,43 @@ impl ClickHouseStore {
 
     /// Headline counts.
     pub async fn counts(&self, q: &Query) -> Result<Counts, ClickHouseError> {
-        let rows = self.rows(q, COUNTS, "").await?;
-        Ok(rows.first().map(|r| counts_at(r, 0)).unwrap_or_default())
+        if !whole_days(q) {
+            let rows = self.rows(q, COUNTS, "").await?;
+            return Ok(rows.first().map(|r| counts_at(r, 0)).unwrap_or_default());
+        }
+        // Whole days: the plain counts from the daily table, and only the page views read
+        // for the exact number of distinct viewers.
+        let (from, to) = q.period.bounds();
+        let sums = format!(
+            "SELECT sumIf(n, event_type = 'page.view'), sumIf(n, event_type = 'registration.started'),
+                    sumIf(n, event_type = 'registration.completed'),
+                    sumIf(n, (event_type = 'registration.completed' AND status = 'CONFIRMED') OR event_type = 'payment.completed'),
+                    sumIf(n, event_type = 'checkin.completed')
+             FROM {}.analytics_daily WHERE tenant_id = '{}' {} AND day >= toDate({}) AND day < toDate({})
+             FORMAT JSONCompact",
+            self.database,
+            q.tenant.as_uuid(),
+            event_filter(q),
+            time(from),
+            time(to)
+        );
+        let (sums, unique) = tokio::try_join!(
+            self.data(sums),
+            self.rows(
+                q,
+                "uniqExact(cityHash64(viewer))",
+                "AND event_type = 'page.view'"
+            )
+        )?;
+        let get = |i: usize| sums.first().and_then(|r| r.get(i)).map(n).unwrap_or(0);
+        Ok(Counts {
+            views: get(0),
+            unique_views: unique.first().and_then(|r| r.first()).map(n).unwrap_or(0),
+            started: get(1),
+            registrations: get(2),
+            confirmed: get(3),
+            checked_in: get(4),
+        })
     }
 
     /// Per UTC day.
