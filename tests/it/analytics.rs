@@ -565,3 +565,92 @@ async fn tracking_refuses_bad_input_and_only_members_read() {
     foreign_event["eventId"] = json!(Uuid::now_v7());
     assert_eq!(export(seed.member(), foreign_event).await.status, 404);
 }
+
+#[tokio::test]
+async fn a_clean_shutdown_writes_every_accepted_record() {
+    let seed = Seed::new();
+    let ctx = context(false).await;
+    ctx.broker()
+        .publish(&[envelope(
+            &seed,
+            "event.published",
+            Utc::now(),
+            json!({"eventId": seed.concert}),
+        )])
+        .await
+        .unwrap();
+    assert!(
+        eventually(10, || async {
+            analytics::tracked::tenant_of(&ctx.t.db, seed.concert)
+                .await
+                .unwrap()
+                .is_some()
+        })
+        .await
+    );
+    for _ in 0..50 {
+        let r = track(
+            &ctx,
+            None,
+            json!({"eventType": "page.view", "eventId": seed.concert}),
+        )
+        .await;
+        assert_eq!(r.status, 202);
+    }
+    // Stopped at once, inside the 200 ms the records wait for their batch.
+    let t = ctx.stop().await;
+    let rows: i64 = t
+        .owner()
+        .await
+        .query_one(
+            "SELECT count(*) FROM analytics_service.analytics_events",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 50);
+}
+
+#[tokio::test]
+async fn records_older_than_a_year_are_removed_from_both_stores() {
+    use analytics::figures::Period;
+    use analytics::record::Record;
+    use domain::analytics::TrackType;
+    for clickhouse in [false, true] {
+        let ctx = context(clickhouse).await;
+        let store = ctx.analytics_store();
+        let tenant = TenantId::new();
+        let event = Uuid::now_v7();
+        let now = Utc::now();
+        let record = |days: i64| {
+            Record::new(
+                Uuid::now_v7(),
+                tenant,
+                TrackType::PageView,
+                Some(event),
+                None,
+                json!({}),
+                now - Duration::days(days),
+            )
+        };
+        store
+            .insert(&[record(400), record(366), record(300), record(1)])
+            .await
+            .unwrap();
+        store.purge(now - Duration::days(365)).await.unwrap();
+        let left = || async {
+            store
+                .funnel(tenant, event, Period::default())
+                .await
+                .unwrap()
+                .views
+        };
+        // ClickHouse deletes in the background (a mutation).
+        assert!(
+            eventually(15, || async { left().await == 2 }).await,
+            "clickhouse={clickhouse}: {}",
+            left().await
+        );
+    }
+}

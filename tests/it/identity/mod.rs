@@ -121,6 +121,22 @@ impl Ctx {
         (*self._node.state.config).clone()
     }
 
+    /// Stops the node cleanly and hands back its database.
+    pub async fn stop(self) -> TestDb {
+        self._node.stop().await;
+        self.t
+    }
+
+    /// The node's analytics store.
+    pub fn analytics_store(&self) -> analytics::store::Store {
+        self._node
+            .state
+            .analytics
+            .as_ref()
+            .map(|a| a.store.clone())
+            .expect("the test node runs the analytics service")
+    }
+
     /// The node's ticketing actors.
     pub fn ticketing(&self) -> std::sync::Arc<actors::ticketing::Ticketing> {
         self._node.state.ticketing.clone()
