@@ -5,7 +5,18 @@ use crate::error::ErrorCode;
 use crate::validation::FieldError;
 
 /// A language a message can be rendered in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Lang {
     /// Russian, the default.
     #[default]

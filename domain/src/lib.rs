@@ -11,6 +11,7 @@ pub mod i18n;
 pub mod identity;
 pub mod ids;
 pub mod media;
+pub mod notifications;
 pub mod paging;
 pub mod roles;
 pub mod validation;

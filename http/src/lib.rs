@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod media;
 pub mod metrics;
+pub mod notifications;
 pub mod openapi;
 pub mod paging;
 pub mod proxy;

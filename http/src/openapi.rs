@@ -22,6 +22,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
     doc.merge(crate::events::openapi());
     doc.merge(crate::media::openapi());
     doc.merge(crate::analytics::openapi());
+    doc.merge(crate::notifications::openapi());
     doc.components
         .get_or_insert_with(Default::default)
         .security_schemes

@@ -31,7 +31,8 @@ pub fn api_routes(service: Service, state: &AppState) -> Router<AppState> {
             .merge(crate::events::self_idempotent_routes()),
         Service::Media => crate::media::routes(),
         Service::Analytics => crate::analytics::routes(),
-        Service::Gateway | Service::Notifications => Router::new(),
+        Service::Notifications => crate::notifications::routes(),
+        Service::Gateway => Router::new(),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod identity;
 pub mod inbox;
 pub mod mail;
 pub mod media;
+pub mod notifications;
 pub mod outbox;
 
 pub use db::{Database, DbError, Schema, Scope, Tx};

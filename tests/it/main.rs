@@ -10,6 +10,7 @@ mod gateway;
 mod identity;
 mod media;
 mod node;
+mod notifications;
 mod outbox;
 mod support;
 mod tenancy;

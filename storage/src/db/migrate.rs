@@ -155,7 +155,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
             "V2__analytics_events",
             include_str!("../../../migrations/analytics_service/V2__analytics_events.sql"),
         )],
-        Schema::NotificationService => &[],
+        Schema::NotificationService => &[(
+            "V2__preferences",
+            include_str!("../../../migrations/notification_service/V2__preferences.sql"),
+        )],
     };
     let mut all = vec![Migration::unapplied(
         "V1__infrastructure",

@@ -1,0 +1,165 @@
+//! Notification rules: the kinds of message, which of them a user may switch off, and the
+//! templates (see `templates`) they are written with.
+
+pub mod templates;
+
+use serde::{Deserialize, Serialize};
+
+/// A kind of notification (also its template's name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+pub enum Kind {
+    /// After sign-up.
+    #[serde(rename = "user.welcome")]
+    UserWelcome,
+    /// A registration holds a seat (with the ticket).
+    #[serde(rename = "registration.confirmed")]
+    RegistrationConfirmed,
+    /// A registration was cancelled.
+    #[serde(rename = "registration.cancelled")]
+    RegistrationCancelled,
+    /// A reservation ran out before payment.
+    #[serde(rename = "reservation.expired")]
+    ReservationExpired,
+    /// 24 hours before the event.
+    #[serde(rename = "event.reminder")]
+    EventReminder,
+    /// Time or place changed.
+    #[serde(rename = "event.changed")]
+    EventChanged,
+    /// The event was cancelled.
+    #[serde(rename = "event.cancelled")]
+    EventCancelled,
+    /// A seat is held for you from the waiting list.
+    #[serde(rename = "waitlist.available")]
+    WaitlistAvailable,
+    /// A payment went through.
+    #[serde(rename = "payment.receipt")]
+    PaymentReceipt,
+}
+
+/// What a user may switch off; everything else is a service notice and always sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum OptOut {
+    /// Reminders before events.
+    Reminders,
+    /// Changes of time or place.
+    Changes,
+    /// Waiting-list offers.
+    WaitingList,
+    /// Payment receipts.
+    Receipts,
+}
+
+impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 9] = [
+        Kind::UserWelcome,
+        Kind::RegistrationConfirmed,
+        Kind::RegistrationCancelled,
+        Kind::ReservationExpired,
+        Kind::EventReminder,
+        Kind::EventChanged,
+        Kind::EventCancelled,
+        Kind::WaitlistAvailable,
+        Kind::PaymentReceipt,
+    ];
+
+    /// The template name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::UserWelcome => "user.welcome",
+            Kind::RegistrationConfirmed => "registration.confirmed",
+            Kind::RegistrationCancelled => "registration.cancelled",
+            Kind::ReservationExpired => "reservation.expired",
+            Kind::EventReminder => "event.reminder",
+            Kind::EventChanged => "event.changed",
+            Kind::EventCancelled => "event.cancelled",
+            Kind::WaitlistAvailable => "waitlist.available",
+            Kind::PaymentReceipt => "payment.receipt",
+        }
+    }
+
+    /// The switch that silences it, if it may be silenced.
+    pub fn opt_out(self) -> Option<OptOut> {
+        match self {
+            Kind::EventReminder => Some(OptOut::Reminders),
+            Kind::EventChanged => Some(OptOut::Changes),
+            Kind::WaitlistAvailable => Some(OptOut::WaitingList),
+            Kind::PaymentReceipt => Some(OptOut::Receipts),
+            Kind::UserWelcome
+            | Kind::RegistrationConfirmed
+            | Kind::RegistrationCancelled
+            | Kind::ReservationExpired
+            | Kind::EventCancelled => None,
+        }
+    }
+}
+
+/// A user's notification settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Preferences {
+    /// Reminders 24 hours before events.
+    pub reminders: bool,
+    /// Changes of time or place.
+    pub changes: bool,
+    /// Waiting-list offers.
+    pub waiting_list: bool,
+    /// Payment receipts.
+    pub receipts: bool,
+    /// The language of messages.
+    pub language: crate::i18n::Lang,
+}
+
+impl Default for Preferences {
+    fn default() -> Self {
+        Preferences {
+            reminders: true,
+            changes: true,
+            waiting_list: true,
+            receipts: true,
+            language: crate::i18n::Lang::Ru,
+        }
+    }
+}
+
+impl Preferences {
+    /// Whether a message of `kind` goes out under these settings.
+    pub fn allows(&self, kind: Kind) -> bool {
+        match kind.opt_out() {
+            None => true,
+            Some(OptOut::Reminders) => self.reminders,
+            Some(OptOut::Changes) => self.changes,
+            Some(OptOut::WaitingList) => self.waiting_list,
+            Some(OptOut::Receipts) => self.receipts,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_notices_cannot_be_switched_off() {
+        let silent = Preferences {
+            reminders: false,
+            changes: false,
+            waiting_list: false,
+            receipts: false,
+            ..Preferences::default()
+        };
+        for kind in Kind::ALL {
+            assert_eq!(
+                silent.allows(kind),
+                kind.opt_out().is_none(),
+                "{}",
+                kind.as_str()
+            );
+            assert!(Preferences::default().allows(kind));
+        }
+        assert!(silent.allows(Kind::RegistrationCancelled));
+        assert!(silent.allows(Kind::EventCancelled));
+    }
+}

@@ -1,0 +1,3 @@
+//! Storage of the notification service (schema notification_service).
+
+pub mod preferences;

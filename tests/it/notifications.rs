@@ -1,0 +1,97 @@
+//! The notification service's templates and settings (sending and the bot come next).
+
+use crate::identity::Ctx;
+use crate::support::send;
+use serde_json::json;
+
+#[tokio::test]
+async fn templates_are_listed_with_their_variables_and_switches() {
+    let ctx = Ctx::new().await;
+    let user = ctx.user().await;
+    let r = ctx
+        .get("/api/v1/notifications/templates", Some(&user.access))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let list = r.body.as_array().unwrap();
+    assert_eq!(list.len(), 9);
+    let reminder = list.iter().find(|t| t["name"] == "event.reminder").unwrap();
+    assert_eq!(reminder["optOut"], "reminders");
+    assert!(
+        reminder["variables"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("confirmationCode"))
+    );
+    assert!(
+        reminder["texts"]["ru"]
+            .as_str()
+            .unwrap()
+            .contains("{{eventTitle}}")
+    );
+    let cancelled = list
+        .iter()
+        .find(|t| t["name"] == "registration.cancelled")
+        .unwrap();
+    assert!(
+        cancelled["optOut"].is_null(),
+        "a service notice cannot be switched off"
+    );
+    assert_eq!(
+        ctx.get("/api/v1/notifications/templates", None)
+            .await
+            .status,
+        401
+    );
+}
+
+#[tokio::test]
+async fn preferences_default_on_and_change_per_user() {
+    let ctx = Ctx::new().await;
+    let (ann, bob) = (ctx.user().await, ctx.user().await);
+    let path = "/api/v1/notifications/preferences";
+    let defaults = json!({"reminders": true, "changes": true, "waitingList": true, "receipts": true, "language": "ru"});
+    assert_eq!(ctx.get(path, Some(&ann.access)).await.body, defaults);
+    let quiet = json!({"reminders": false, "changes": true, "waitingList": false, "receipts": true, "language": "en"});
+    let put = |token: String, body: serde_json::Value| {
+        let ctx = &ctx;
+        async move {
+            send(
+                ctx.http
+                    .put(format!("{}{path}", ctx.base))
+                    .bearer_auth(token)
+                    .header("Accept-Language", "en")
+                    .json(&body),
+            )
+            .await
+        }
+    };
+    let r = put(ann.access.clone(), quiet.clone()).await;
+    assert_eq!((r.status, r.body.clone()), (200, quiet.clone()));
+    assert_eq!(ctx.get(path, Some(&ann.access)).await.body, quiet);
+    assert_eq!(
+        ctx.get(path, Some(&bob.access)).await.body,
+        defaults,
+        "settings are per user"
+    );
+
+    let mut missing = quiet.clone();
+    missing.as_object_mut().unwrap().remove("receipts");
+    let r = put(ann.access.clone(), missing).await;
+    assert_eq!(r.status, 400);
+    assert!(r.body["details"]["receipts"].is_string(), "{}", r.body);
+    let mut wrong = quiet.clone();
+    wrong["reminders"] = json!("no");
+    assert_eq!(put(ann.access.clone(), wrong).await.status, 400);
+    let mut french = quiet.clone();
+    french["language"] = json!("fr");
+    assert_eq!(put(ann.access.clone(), french).await.status, 400);
+    let mut extra = quiet.clone();
+    extra["sms"] = json!(true);
+    assert_eq!(put(ann.access.clone(), extra).await.status, 400);
+    assert_eq!(
+        ctx.get(path, Some(&ann.access)).await.body,
+        quiet,
+        "refused changes change nothing"
+    );
+    assert_eq!(ctx.get(path, None).await.status, 401);
+}
