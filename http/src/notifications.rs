@@ -23,11 +23,12 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/notifications/preferences",
             get(get_preferences).put(put_preferences),
         )
+        .route("/api/v1/notifications/link", axum::routing::post(link))
 }
 
 #[derive(OpenApi)]
 #[openapi(
-    paths(list_templates, get_preferences, put_preferences),
+    paths(list_templates, get_preferences, put_preferences, link),
     tags((name = "notifications", description = "Templates and notification settings"))
 )]
 struct NotificationsApi;
@@ -104,4 +105,39 @@ pub async fn put_preferences(
     Ok(Json(
         preferences::put(&state.db, user, &body, state.clock.now()).await?,
     ))
+}
+
+/// The deep link that binds a messenger chat to the caller's account.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LinkDto {
+    /// `https://t.me/<bot>?start=<token>`: open it and press Start.
+    pub url: String,
+    /// The token stops working then (it also works only once).
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// A one-time deep link to the bot that binds the chat it is opened in to the caller.
+#[utoipa::path(post, path = "/api/v1/notifications/link", tag = "notifications",
+    responses((status = 200, body = LinkDto), (status = 401, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
+pub async fn link(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<LinkDto>, ApiError> {
+    let user = caller.require_user()?;
+    let bot = &state.config.messenger;
+    if bot.bot_token.is_none() || bot.bot_username.trim().is_empty() {
+        return Err(
+            ApiError::new(domain::ErrorCode::BusinessRule).with_text(domain::i18n::Text {
+                ru: "Бот мессенджера не настроен",
+                en: "The messenger bot is not configured",
+            }),
+        );
+    }
+    let (token, expires_at) =
+        storage::notifications::links::create(&state.db, user, state.clock.now()).await?;
+    Ok(Json(LinkDto {
+        url: format!("https://t.me/{}?start={token}", bot.bot_username.trim()),
+        expires_at,
+    }))
 }

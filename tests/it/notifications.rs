@@ -95,3 +95,98 @@ async fn preferences_default_on_and_change_per_user() {
     );
     assert_eq!(ctx.get(path, None).await.status, 401);
 }
+
+#[tokio::test]
+async fn a_deep_link_binds_one_chat_once_before_it_expires() {
+    use chrono::Duration;
+    use domain::clock::Clock;
+    use storage::notifications::links::{self, Redeemed};
+    let ctx = Ctx::new().await;
+    let (ann, bob) = (ctx.user().await, ctx.user().await);
+    let link = |token: String| {
+        let ctx = &ctx;
+        async move {
+            send(
+                ctx.http
+                    .post(format!("{}/api/v1/notifications/link", ctx.base))
+                    .bearer_auth(token),
+            )
+            .await
+        }
+    };
+    let r = link(ann.access.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let url = r.body["url"].as_str().unwrap().to_string();
+    let token = url
+        .strip_prefix("https://t.me/bilet_test_bot?start=")
+        .unwrap_or_else(|| panic!("{url}"))
+        .to_string();
+    assert!(
+        token.len() >= 32
+            && token
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    );
+
+    // What the bot does on `/start <token>` in chat 42.
+    let now = ctx.clock.now();
+    let ann_id = domain::ids::UserId(ann.user_id.parse().unwrap());
+    assert_eq!(
+        links::redeem(&ctx.t.db, &token, 42, now).await.unwrap(),
+        Redeemed::Linked(ann_id)
+    );
+    assert_eq!(links::chat_of(&ctx.t.db, ann_id).await.unwrap(), Some(42));
+    assert_eq!(
+        links::redeem(&ctx.t.db, &token, 43, now).await.unwrap(),
+        Redeemed::Used,
+        "once"
+    );
+    assert_eq!(
+        links::redeem(&ctx.t.db, "no-such-token", 43, now)
+            .await
+            .unwrap(),
+        Redeemed::Unknown
+    );
+
+    let late = link(bob.access.clone()).await.body["url"]
+        .as_str()
+        .unwrap()
+        .rsplit('=')
+        .next()
+        .unwrap()
+        .to_string();
+    ctx.clock.advance(Duration::minutes(16));
+    assert_eq!(
+        links::redeem(&ctx.t.db, &late, 42, ctx.clock.now())
+            .await
+            .unwrap(),
+        Redeemed::Expired
+    );
+    // A fresh link from Bob opened in Ann's chat moves the chat to Bob.
+    let fresh = link(bob.access.clone()).await.body["url"]
+        .as_str()
+        .unwrap()
+        .rsplit('=')
+        .next()
+        .unwrap()
+        .to_string();
+    let bob_id = domain::ids::UserId(bob.user_id.parse().unwrap());
+    assert_eq!(
+        links::redeem(&ctx.t.db, &fresh, 42, ctx.clock.now())
+            .await
+            .unwrap(),
+        Redeemed::Linked(bob_id)
+    );
+    assert_eq!(links::chat_of(&ctx.t.db, bob_id).await.unwrap(), Some(42));
+    assert_eq!(links::chat_of(&ctx.t.db, ann_id).await.unwrap(), None);
+
+    assert_eq!(
+        send(
+            ctx.http
+                .post(format!("{}/api/v1/notifications/link", ctx.base))
+        )
+        .await
+        .status,
+        401
+    );
+}

@@ -155,10 +155,16 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
             "V2__analytics_events",
             include_str!("../../../migrations/analytics_service/V2__analytics_events.sql"),
         )],
-        Schema::NotificationService => &[(
-            "V2__preferences",
-            include_str!("../../../migrations/notification_service/V2__preferences.sql"),
-        )],
+        Schema::NotificationService => &[
+            (
+                "V2__preferences",
+                include_str!("../../../migrations/notification_service/V2__preferences.sql"),
+            ),
+            (
+                "V3__messenger_links",
+                include_str!("../../../migrations/notification_service/V3__messenger_links.sql"),
+            ),
+        ],
     };
     let mut all = vec![Migration::unapplied(
         "V1__infrastructure",
