@@ -357,6 +357,16 @@ pub struct MessengerConfig {
     pub bot_username: String,
     /// Bot API base URL, replaced by a fake one in tests.
     pub api_url: String,
+    /// Messages per second to all chats together (Telegram allows about 30).
+    pub messages_per_second: u32,
+    /// Least time between two messages to the same chat (Telegram allows about one a second).
+    pub chat_interval_ms: u64,
+    /// Tries of a message that fails for a passing reason before it is given up.
+    pub max_attempts: u32,
+    /// Wait before the second try; doubles with every further try.
+    pub retry_base_ms: u64,
+    /// Long-poll timeout of getUpdates, in seconds.
+    pub poll_timeout_secs: u32,
 }
 
 /// Token and password settings.
@@ -505,6 +515,11 @@ impl Default for MessengerConfig {
             bot_token: None,
             bot_username: "bilet_bot".into(),
             api_url: "https://api.telegram.org".into(),
+            messages_per_second: 30,
+            chat_interval_ms: 1000,
+            max_attempts: 5,
+            retry_base_ms: 2000,
+            poll_timeout_secs: 25,
         }
     }
 }

@@ -1,3 +1,13 @@
-//! The notification service: templates and rendering, the send queue and its log, and the
-//! messenger bot (/start linking, /help, /tickets). It arrives with the notifications step;
-//! this crate fixes its place in the workspace.
+//! The notification service: broker events become messages rendered from templates, queued
+//! in the database and sent by a rate-limited actor through the messenger bot, which also
+//! answers /start (account linking, invites), /help and /tickets.
+
+pub mod bot;
+pub mod consumers;
+pub mod invites;
+pub mod sender;
+pub mod telegram;
+pub mod ticket;
+
+pub use sender::{SendQueue, SenderArgs};
+pub use telegram::Telegram;

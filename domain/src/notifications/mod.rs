@@ -1,7 +1,12 @@
-//! Notification rules: the kinds of message, which of them a user may switch off, and the
-//! templates (see `templates`) they are written with.
+//! Notification rules: the kinds of message, which of them a user may switch off, the
+//! templates they are written with, the values that fill them, the bot's commands and
+//! answers, and the send queue's delivery rules.
 
+pub mod commands;
+pub mod delivery;
+pub mod replies;
 pub mod templates;
+pub mod values;
 
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +69,11 @@ impl Kind {
         Kind::WaitlistAvailable,
         Kind::PaymentReceipt,
     ];
+
+    /// The kind a template name stands for.
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
 
     /// The template name.
     pub fn as_str(self) -> &'static str {

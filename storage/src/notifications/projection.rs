@@ -1,0 +1,327 @@
+//! What the notification service keeps from the identity and event services' events: names,
+//! the events people registered for, and the registrations, so one event's cancellation or
+//! change reaches every participant and `/tickets` can answer without calling back.
+
+use crate::db::Tx;
+use crate::error::Result;
+use chrono::{DateTime, Utc};
+use domain::i18n::Lang;
+use domain::ids::{TenantId, UserId};
+use domain::notifications::Preferences;
+use domain::notifications::values::EventFacts;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+/// An event as the event service last announced it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventInfo {
+    /// Its id.
+    pub event_id: Uuid,
+    /// Its organization.
+    pub tenant_id: TenantId,
+    /// Title.
+    pub title: String,
+    /// Slug (for its public address).
+    pub slug: String,
+    /// Start.
+    pub starts_at: DateTime<Utc>,
+    /// Street address.
+    pub location_address: Option<String>,
+    /// Link of an online event.
+    pub location_url: Option<String>,
+}
+
+impl EventInfo {
+    /// The facts a message tells, with the event's public address under `public_url`.
+    pub fn facts(&self, public_url: &str) -> EventFacts {
+        EventFacts {
+            title: self.title.clone(),
+            starts_at: Some(self.starts_at),
+            location_address: self.location_address.clone(),
+            location_url: self.location_url.clone(),
+            url: format!(
+                "{}/api/v1/events/{}",
+                public_url.trim_end_matches('/'),
+                self.event_id
+            ),
+        }
+    }
+}
+
+/// A registration as the event service last announced it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Participant {
+    /// The registration.
+    pub registration_id: Uuid,
+    /// The organization.
+    pub tenant_id: TenantId,
+    /// The event.
+    pub event_id: Uuid,
+    /// The participant.
+    pub user_id: UserId,
+    /// Their first name as given at registration.
+    pub first_name: String,
+    /// The check-in code.
+    pub confirmation_code: String,
+    /// Price of the ticket in minor units.
+    pub price_cents: i64,
+    /// Its currency.
+    pub currency: Option<String>,
+    /// Whether it still holds a seat.
+    pub active: bool,
+}
+
+/// Someone a message goes to: where, in which language, and what they allow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recipient {
+    /// The person.
+    pub user_id: UserId,
+    /// Their first name.
+    pub first_name: String,
+    /// Their linked chat, if any.
+    pub chat_id: Option<i64>,
+    /// Their settings.
+    pub preferences: Preferences,
+    /// Their check-in code (for messages about one registration).
+    pub confirmation_code: String,
+}
+
+/// Records (or renames) a user.
+pub async fn upsert_user(
+    tx: &Tx,
+    user: UserId,
+    first_name: &str,
+    last_name: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO notification_service.users (user_id, first_name, last_name, updated_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (user_id) DO UPDATE SET first_name = $2, last_name = $3, updated_at = $4",
+        &[&user.as_uuid(), &first_name, &last_name, &now],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Records the event's latest details.
+pub async fn upsert_event(tx: &Tx, e: &EventInfo, now: DateTime<Utc>) -> Result<()> {
+    tx.execute(
+        "INSERT INTO notification_service.events
+            (event_id, tenant_id, title, slug, starts_at, location_address, location_url, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (event_id) DO UPDATE SET title = $3, slug = $4, starts_at = $5,
+            location_address = $6, location_url = $7, updated_at = $8",
+        &[
+            &e.event_id,
+            &e.tenant_id.as_uuid(),
+            &e.title,
+            &e.slug,
+            &e.starts_at,
+            &e.location_address,
+            &e.location_url,
+            &now,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Marks an event cancelled, so `/tickets` stops listing it.
+pub async fn cancel_event(tx: &Tx, event: Uuid, now: DateTime<Utc>) -> Result<()> {
+    tx.execute(
+        "UPDATE notification_service.events SET cancelled = true, updated_at = $2 WHERE event_id = $1",
+        &[&event, &now],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The event's latest details, if any were announced.
+pub async fn event(tx: &Tx, event: Uuid) -> Result<Option<EventInfo>> {
+    let row = tx
+        .query_opt(
+            "SELECT event_id, tenant_id, title, slug, starts_at, location_address, location_url
+             FROM notification_service.events WHERE event_id = $1",
+            &[&event],
+        )
+        .await?;
+    Ok(row.map(|r| EventInfo {
+        event_id: r.get(0),
+        tenant_id: TenantId(r.get(1)),
+        title: r.get(2),
+        slug: r.get(3),
+        starts_at: r.get(4),
+        location_address: r.get(5),
+        location_url: r.get(6),
+    }))
+}
+
+/// Records a registration (or its new state).
+pub async fn upsert_participant(tx: &Tx, p: &Participant, now: DateTime<Utc>) -> Result<()> {
+    tx.execute(
+        "INSERT INTO notification_service.participants
+            (registration_id, tenant_id, event_id, user_id, first_name, confirmation_code, price_cents, currency, active, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (registration_id) DO UPDATE SET active = $9, updated_at = $10",
+        &[
+            &p.registration_id,
+            &p.tenant_id.as_uuid(),
+            &p.event_id,
+            &p.user_id.as_uuid(),
+            &p.first_name,
+            &p.confirmation_code,
+            &p.price_cents,
+            &p.currency,
+            &p.active,
+            &now,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// A registration as recorded.
+pub async fn participant(tx: &Tx, registration: Uuid) -> Result<Option<Participant>> {
+    let row = tx
+        .query_opt(
+            "SELECT registration_id, tenant_id, event_id, user_id, first_name, confirmation_code, price_cents,
+                    currency, active
+             FROM notification_service.participants WHERE registration_id = $1",
+            &[&registration],
+        )
+        .await?;
+    Ok(row.map(|r| Participant {
+        registration_id: r.get(0),
+        tenant_id: TenantId(r.get(1)),
+        event_id: r.get(2),
+        user_id: UserId(r.get(3)),
+        first_name: r.get(4),
+        confirmation_code: r.get(5),
+        price_cents: r.get(6),
+        currency: r.get(7),
+        active: r.get(8),
+    }))
+}
+
+/// What a recipient query selects after the user id, first name and code.
+const RECIPIENT_COLUMNS: &str = "c.chat_id, pr.reminders, pr.changes, pr.waiting_list, pr.receipts, pr.language";
+
+fn recipient_from(row: &Row) -> Recipient {
+    let defaults = Preferences::default();
+    let flag = |i: usize, default: bool| row.get::<_, Option<bool>>(i).unwrap_or(default);
+    Recipient {
+        user_id: UserId(row.get(0)),
+        first_name: row.get(1),
+        confirmation_code: row.get(2),
+        chat_id: row.get(3),
+        preferences: Preferences {
+            reminders: flag(4, defaults.reminders),
+            changes: flag(5, defaults.changes),
+            waiting_list: flag(6, defaults.waiting_list),
+            receipts: flag(7, defaults.receipts),
+            language: match row.get::<_, Option<String>>(8).as_deref() {
+                Some("en") => Lang::En,
+                _ => Lang::Ru,
+            },
+        },
+    }
+}
+
+/// Everyone holding a seat at `event`, with their chat and settings.
+pub async fn participants_of(tx: &Tx, event: Uuid) -> Result<Vec<Recipient>> {
+    let rows = tx
+        .query(
+            &format!(
+                "SELECT p.user_id, p.first_name, p.confirmation_code, {RECIPIENT_COLUMNS}
+                 FROM notification_service.participants p
+                 LEFT JOIN notification_service.chats c ON c.user_id = p.user_id
+                 LEFT JOIN notification_service.preferences pr ON pr.user_id = p.user_id
+                 WHERE p.event_id = $1 AND p.active
+                 ORDER BY p.registration_id"
+            ),
+            &[&event],
+        )
+        .await?;
+    Ok(rows.iter().map(recipient_from).collect())
+}
+
+/// One person as a recipient; `first_name` and `code` fill in what the message is about
+/// (the user's name from the users table wins when known).
+pub async fn recipient(tx: &Tx, user: UserId, first_name: &str, code: &str) -> Result<Recipient> {
+    let row = tx
+        .query_one(
+            &format!(
+                "SELECT $1::uuid, COALESCE(NULLIF(u.first_name, ''), $2::text), $3::text, {RECIPIENT_COLUMNS}
+                 FROM (SELECT 1) one
+                 LEFT JOIN notification_service.users u ON u.user_id = $1
+                 LEFT JOIN notification_service.chats c ON c.user_id = $1
+                 LEFT JOIN notification_service.preferences pr ON pr.user_id = $1"
+            ),
+            &[&user.as_uuid(), &first_name, &code],
+        )
+        .await?;
+    Ok(recipient_from(&row))
+}
+
+/// The user bound to a chat, if any.
+pub async fn user_of_chat(tx: &Tx, chat: i64) -> Result<Option<UserId>> {
+    let row = tx
+        .query_opt(
+            "SELECT user_id FROM notification_service.chats WHERE chat_id = $1",
+            &[&chat],
+        )
+        .await?;
+    Ok(row.map(|r| UserId(r.get(0))))
+}
+
+/// Binds a chat to a user who has none yet, unless the chat belongs to someone else (a user
+/// who signed in with the messenger has a private chat whose id is their messenger id).
+pub async fn link_if_free(tx: &Tx, user: UserId, chat: i64, now: DateTime<Utc>) -> Result<bool> {
+    let inserted = tx
+        .execute(
+            "INSERT INTO notification_service.chats (user_id, chat_id, linked_at)
+             SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM notification_service.chats WHERE chat_id = $2)
+             ON CONFLICT (user_id) DO NOTHING",
+            &[&user.as_uuid(), &chat, &now],
+        )
+        .await?;
+    Ok(inserted == 1)
+}
+
+/// A ticket ahead: the event's title and start, and the check-in code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ticket {
+    /// Event title.
+    pub title: String,
+    /// Event start.
+    pub starts_at: DateTime<Utc>,
+    /// Check-in code.
+    pub code: String,
+}
+
+/// The user's tickets for events not started and not cancelled, soonest first.
+pub async fn upcoming_tickets(
+    tx: &Tx,
+    user: UserId,
+    now: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<Ticket>> {
+    let rows = tx
+        .query(
+            "SELECT e.title, e.starts_at, p.confirmation_code
+             FROM notification_service.participants p
+             JOIN notification_service.events e ON e.event_id = p.event_id
+             WHERE p.user_id = $1 AND p.active AND NOT e.cancelled AND e.starts_at > $2
+             ORDER BY e.starts_at, p.registration_id LIMIT $3",
+            &[&user.as_uuid(), &now, &limit],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Ticket {
+            title: r.get(0),
+            starts_at: r.get(1),
+            code: r.get(2),
+        })
+        .collect())
+}
