@@ -10,7 +10,7 @@ use http::AppState;
 use http::gateway::Door;
 use http::metrics::Metrics;
 use http::ratelimit::{Counter, MemoryCounter, Network, RateLimiter, RedisCounter};
-use http::state::Analytics;
+use http::state::{Analytics, Notifications};
 use http::tokens::Tokens;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -52,6 +52,10 @@ impl Node {
         // Writes what tracking accepted and has not written yet.
         if let Some(analytics) = &self.state.analytics {
             analytics.ingest.stop().await;
+        }
+        // Claimed messages not sent yet go back to the queue.
+        if let Some(notifications) = &self.state.notifications {
+            notifications.queue.stop().await;
         }
         self.relay.stop().await;
     }
@@ -114,6 +118,11 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
     } else {
         None
     };
+    let notifications = if node_config.services.contains(&Service::Notifications) {
+        Some(start_notifications(&config, &db).await?)
+    } else {
+        None
+    };
     let config = Arc::new(config);
     let state = AppState {
         db: db.clone(),
@@ -127,6 +136,7 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         objects,
         media,
         analytics,
+        notifications,
     };
 
     let schemas: Vec<Schema> = node_config
@@ -176,6 +186,24 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             })
             .await
             .context("cannot subscribe the media service's consumer")?;
+    }
+    if let Some(parts) = &state.notifications {
+        broker
+            .subscribe(Subscription {
+                consumer: messenger::consumers::CONSUMER.into(),
+                patterns: messenger::consumers::PATTERNS
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect(),
+                handler: Arc::new(messenger::consumers::Notifier::new(
+                    db.clone(),
+                    parts.queue.clone(),
+                    parts.telegram.is_on(),
+                    &config.http.public_url,
+                )),
+            })
+            .await
+            .context("cannot subscribe the notification service's consumer")?;
     }
     let relay = Relay::new(
         db,
@@ -257,6 +285,27 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             }
         }));
     }
+    if let Some(parts) = &state.notifications {
+        // Invites are accepted by the identity service: this process's when it runs here.
+        let identity = match addrs.get(&Service::Identity) {
+            Some(local) => format!("http://{local}"),
+            None => config
+                .services
+                .get(&Service::Identity)
+                .map(|a| a.url.clone())
+                .unwrap_or_default(),
+        };
+        let bot = messenger::bot::Bot {
+            db: state.db.clone(),
+            telegram: parts.telegram.clone(),
+            queue: parts.queue.clone(),
+            invites: messenger::invites::Invites::new(&identity),
+            clock: state.clock.clone(),
+            username: config.messenger.bot_username.trim().to_string(),
+            poll_timeout: config.messenger.poll_timeout_secs,
+        };
+        servers.push(tokio::spawn(bot.run(shutdown_rx.clone())));
+    }
     Ok(Node {
         state,
         addrs,
@@ -337,6 +386,27 @@ async fn start_analytics(config: &Config, db: &storage::Database) -> anyhow::Res
         .await
         .context("cannot start the analytics ingest")?;
     Ok(Analytics { store, ingest })
+}
+
+/// The messenger and the send queue's actor (which takes up what an earlier process queued).
+async fn start_notifications(
+    config: &Config,
+    db: &storage::Database,
+) -> anyhow::Result<Notifications> {
+    let telegram = messenger::Telegram::from_config(&config.messenger)?;
+    if !telegram.is_on() {
+        tracing::info!(
+            "no MESSENGER_BOT_TOKEN: the bot is off and notifications are logged as skipped"
+        );
+    }
+    let queue = messenger::SendQueue::start(messenger::SenderArgs {
+        db: db.clone(),
+        telegram: telegram.clone(),
+        config: config.messenger.clone(),
+    })
+    .await
+    .context("cannot start the notification send queue")?;
+    Ok(Notifications { queue, telegram })
 }
 
 /// Removes analytics records older than a year, every day.

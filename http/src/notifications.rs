@@ -1,5 +1,6 @@
-//! The notification service over HTTP (port 8084): the message templates and each user's
-//! notification settings. Sending and the bot arrive with the rest of the service.
+//! The notification service over HTTP (port 8084): the message templates, each user's
+//! notification settings, the deep link that binds a messenger chat, and the internal send
+//! endpoint (hidden by the gateway).
 
 use crate::context::Caller;
 use crate::error::ApiError;
@@ -11,7 +12,7 @@ use axum::routing::get;
 use domain::i18n::Lang;
 use domain::notifications::templates;
 use domain::notifications::{Kind, OptOut, Preferences};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use storage::notifications::preferences;
 use utoipa::OpenApi;
 
@@ -24,11 +25,12 @@ pub fn routes() -> Router<AppState> {
             get(get_preferences).put(put_preferences),
         )
         .route("/api/v1/notifications/link", axum::routing::post(link))
+        .route("/api/v1/notifications/send", axum::routing::post(send))
 }
 
 #[derive(OpenApi)]
 #[openapi(
-    paths(list_templates, get_preferences, put_preferences, link),
+    paths(list_templates, get_preferences, put_preferences, link, send),
     tags((name = "notifications", description = "Templates and notification settings"))
 )]
 struct NotificationsApi;
@@ -140,4 +142,112 @@ pub async fn link(
         url: format!("https://t.me/{}?start={token}", bot.bot_username.trim()),
         expires_at,
     }))
+}
+
+/// Longest value of a template variable, in characters.
+const MAX_VALUE_CHARS: usize = 1000;
+
+/// A message to one user (internal callers only: the gateway does not expose this route).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SendRequest {
+    /// The recipient.
+    pub user_id: uuid::Uuid,
+    /// The template.
+    pub template: Kind,
+    /// Values of the template's variables (a missing one is shown as a dash).
+    #[serde(default)]
+    pub variables: std::collections::BTreeMap<String, String>,
+    /// The organization the message concerns, if any.
+    #[serde(default)]
+    pub tenant_id: Option<uuid::Uuid>,
+}
+
+/// What became of a message.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SendResponse {
+    /// The message.
+    pub id: uuid::Uuid,
+    /// QUEUED or SKIPPED (a repeated key shows the message's current status).
+    pub status: String,
+    /// Why it was skipped or failed.
+    pub reason: Option<String>,
+}
+
+/// Queues a template message to one user. An `X-Idempotency-Key` (uuid) makes a repeat
+/// return the first message instead of queuing another.
+#[utoipa::path(post, path = "/api/v1/notifications/send", tag = "notifications", request_body = SendRequest,
+    responses((status = 202, body = SendResponse), (status = 200, body = SendResponse, description = "repeated key"),
+        (status = 400, body = crate::error::ErrorBody), (status = 503, body = crate::error::ErrorBody)))]
+pub async fn send(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    Json(body): Json<SendRequest>,
+) -> Result<(axum::http::StatusCode, Json<SendResponse>), ApiError> {
+    use domain::validation::FieldError;
+    let key = match headers.get("x-idempotency-key") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<uuid::Uuid>().ok())
+                .ok_or_else(|| {
+                    ApiError::field(
+                        "X-Idempotency-Key",
+                        FieldError::WrongType {
+                            expected: "uuid".into(),
+                        },
+                    )
+                })?,
+        ),
+    };
+    let allowed = templates::variables(body.template);
+    for (name, value) in &body.variables {
+        if !allowed.contains(name) {
+            return Err(ApiError::field(
+                &format!("variables.{name}"),
+                FieldError::NotAllowed {
+                    allowed: allowed.clone(),
+                },
+            ));
+        }
+        if value.chars().count() > MAX_VALUE_CHARS {
+            return Err(ApiError::field(
+                &format!("variables.{name}"),
+                FieldError::TooLong {
+                    max: MAX_VALUE_CHARS,
+                },
+            ));
+        }
+    }
+    let Some(parts) = &state.notifications else {
+        return Err(ApiError::new(domain::ErrorCode::ServiceUnavailable));
+    };
+    let queued = messenger::direct::send(
+        &state.db,
+        &parts.queue,
+        parts.telegram.is_on(),
+        messenger::direct::Request {
+            user: domain::ids::UserId(body.user_id),
+            kind: body.template,
+            values: body.variables,
+            tenant: body.tenant_id.map(domain::ids::TenantId),
+            key,
+        },
+    )
+    .await?;
+    let status = if queued.replayed {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::ACCEPTED
+    };
+    Ok((
+        status,
+        Json(SendResponse {
+            id: queued.id,
+            status: queued.status.as_str().to_string(),
+            reason: queued.reason,
+        }),
+    ))
 }

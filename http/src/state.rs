@@ -35,6 +35,17 @@ pub struct AppState {
     pub media: Option<actors::media::MediaWorkers>,
     /// The analytics store and ingest, in a process running the analytics service.
     pub analytics: Option<Analytics>,
+    /// The send queue, in a process running the notification service.
+    pub notifications: Option<Notifications>,
+}
+
+/// The notification service's parts.
+#[derive(Clone)]
+pub struct Notifications {
+    /// The send queue's actor.
+    pub queue: messenger::SendQueue,
+    /// The messenger (off without a bot token).
+    pub telegram: messenger::Telegram,
 }
 
 /// The analytics service's parts.

@@ -20,9 +20,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use storage::notifications::links::{self, Redeemed};
+use storage::notifications::preferences;
 use storage::notifications::projection;
 use storage::notifications::queue::{self, NewMessage};
-use storage::notifications::preferences;
 use storage::{Database, Scope};
 use teloxide_core::types::{Message, UpdateKind};
 use tokio::sync::watch;
@@ -65,7 +65,11 @@ impl Bot {
                 Ok(updates) => {
                     backoff = Duration::from_secs(1);
                     for update in updates {
-                        offset = offset.max(i32::try_from(update.id.0).unwrap_or(i32::MAX).saturating_add(1));
+                        offset = offset.max(
+                            i32::try_from(update.id.0)
+                                .unwrap_or(i32::MAX)
+                                .saturating_add(1),
+                        );
                         if let UpdateKind::Message(message) = update.kind {
                             self.answer(&message).await;
                         }
@@ -145,10 +149,12 @@ impl Bot {
     ) -> Result<(Option<UserId>, String), String> {
         let linked = self.user_of(chat).await.map_err(|e| e.to_string())?;
         let lang = match linked {
-            Some(user) => preferences::get(&self.db, user)
-                .await
-                .map_err(|e| e.to_string())?
-                .language,
+            Some(user) => {
+                preferences::get(&self.db, user)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .language
+            }
             None => sender_lang,
         };
         let reply = match Command::parse(text, &self.username) {
@@ -159,7 +165,10 @@ impl Bot {
                     .map_err(|e| e.to_string())?
                 {
                     Redeemed::Linked(user) => {
-                        return self.welcome(user, first_name).await.map(|t| (Some(user), t));
+                        return self
+                            .welcome(user, first_name)
+                            .await
+                            .map(|t| (Some(user), t));
                     }
                     Redeemed::Used => Reply::LinkUsed,
                     Redeemed::Expired => Reply::LinkExpired,
@@ -176,10 +185,7 @@ impl Bot {
             Command::Tickets => match linked {
                 None => Reply::TicketsNeedLink,
                 Some(user) => {
-                    let tickets = self
-                        .tickets(user)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    let tickets = self.tickets(user).await.map_err(|e| e.to_string())?;
                     if tickets.is_empty() {
                         Reply::NoTickets
                     } else {
@@ -214,12 +220,20 @@ impl Bot {
 
     /// The welcome for a freshly linked chat, in the user's language.
     async fn welcome(&self, user: UserId, telegram_name: &str) -> Result<String, String> {
-        let tx = self.db.begin(Scope::system()).await.map_err(|e| e.to_string())?;
+        let tx = self
+            .db
+            .begin(Scope::system())
+            .await
+            .map_err(|e| e.to_string())?;
         let to = projection::recipient(&tx, user, telegram_name, "")
             .await
             .map_err(|e| e.to_string())?;
         tx.commit().await.map_err(|e| e.to_string())?;
         let values = BTreeMap::from([("firstName".to_string(), to.first_name.clone())]);
-        Ok(templates::render(Kind::UserWelcome, to.preferences.language, &values))
+        Ok(templates::render(
+            Kind::UserWelcome,
+            to.preferences.language,
+            &values,
+        ))
     }
 }

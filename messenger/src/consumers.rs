@@ -9,10 +9,10 @@ use chrono::{DateTime, Utc};
 use domain::envelope::Envelope;
 use domain::i18n::Lang;
 use domain::ids::{TenantId, UserId};
+use domain::notifications::Kind;
 use domain::notifications::delivery::SkipReason;
 use domain::notifications::templates;
 use domain::notifications::values::{self, EventFacts};
-use domain::notifications::Kind;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use storage::broker::{Handler, HandlerError};
@@ -82,17 +82,26 @@ impl Handler for Notifier {
                 self.registration_ended(&tx, event, Kind::ReservationExpired, now)
                     .await?
             }
-            "event.cancelled" => self.to_participants(&tx, event, Kind::EventCancelled, now).await?,
-            "event.changed" => self.to_participants(&tx, event, Kind::EventChanged, now).await?,
-            "event.reminder" => self.to_participants(&tx, event, Kind::EventReminder, now).await?,
+            "event.cancelled" => {
+                self.to_participants(&tx, event, Kind::EventCancelled, now)
+                    .await?
+            }
+            "event.changed" => {
+                self.to_participants(&tx, event, Kind::EventChanged, now)
+                    .await?
+            }
+            "event.reminder" => {
+                self.to_participants(&tx, event, Kind::EventReminder, now)
+                    .await?
+            }
             "payment.completed" => self.receipt(&tx, event).await?,
             "waitlist.available" => self.waitlist(&tx, event).await?,
             _ => Vec::new(),
         };
-        warn_unlinked(event, &messages);
         let queued = queue::enqueue(&tx, &messages, now).await?;
         tx.commit().await?;
-        if !queued.is_empty() {
+        warn_unlinked(event, &messages);
+        if !queued.queued.is_empty() {
             self.queue.wake();
         }
         Ok(())
@@ -144,7 +153,14 @@ impl Notifier {
         }
         let to = projection::recipient(tx, user, &first, "").await?;
         let values = BTreeMap::from([("firstName".to_string(), to.first_name.clone())]);
-        Ok(vec![self.message(Kind::UserWelcome, &to, &values, event, None, None)])
+        Ok(vec![self.message(
+            Kind::UserWelcome,
+            &to,
+            &values,
+            event,
+            None,
+            None,
+        )])
     }
 
     async fn registration_created(&self, tx: &Tx, event: &Envelope, now: DateTime<Utc>) -> Outcome {
@@ -187,7 +203,14 @@ impl Notifier {
         )
         .await?;
         let values = self.values_for(&to, &info.facts(&self.public_url));
-        Ok(vec![self.message(kind, &to, &values, event, Some(participant.tenant_id), None)])
+        Ok(vec![self.message(
+            kind,
+            &to,
+            &values,
+            event,
+            Some(participant.tenant_id),
+            None,
+        )])
     }
 
     /// event.cancelled, event.changed, event.reminder: one message per active participant.
@@ -219,7 +242,9 @@ impl Notifier {
         // The registration is known once registration.created was applied; until then the
         // broker tries again later.
         let Some(p) = projection::participant(tx, registration).await? else {
-            return Err(format!("payment.completed for unknown registration {registration}").into());
+            return Err(
+                format!("payment.completed for unknown registration {registration}").into(),
+            );
         };
         let Some(info) = projection::event(tx, p.event_id).await? else {
             return Err(format!("payment.completed for unknown event {}", p.event_id).into());
@@ -233,7 +258,14 @@ impl Notifier {
             .or(p.currency.clone())
             .unwrap_or_default();
         values.insert("amount".into(), values::amount(cents, &currency));
-        Ok(vec![self.message(Kind::PaymentReceipt, &to, &values, event, Some(p.tenant_id), None)])
+        Ok(vec![self.message(
+            Kind::PaymentReceipt,
+            &to,
+            &values,
+            event,
+            Some(p.tenant_id),
+            None,
+        )])
     }
 
     async fn waitlist(&self, tx: &Tx, event: &Envelope) -> Outcome {
@@ -246,10 +278,20 @@ impl Notifier {
             starts_at: time_at(summary, "startsAt"),
             location_address: None,
             location_url: None,
-            url: format!("{}/api/v1/events/{event_id}", self.public_url.trim_end_matches('/')),
+            url: format!(
+                "{}/api/v1/events/{event_id}",
+                self.public_url.trim_end_matches('/')
+            ),
         };
         let values = self.values_for(&to, &facts);
-        Ok(vec![self.message(Kind::WaitlistAvailable, &to, &values, event, event.tenant_id, None)])
+        Ok(vec![self.message(
+            Kind::WaitlistAvailable,
+            &to,
+            &values,
+            event,
+            event.tenant_id,
+            None,
+        )])
     }
 
     /// The variables of a message to `to` about an event.
@@ -300,7 +342,9 @@ fn warn_unlinked(event: &Envelope, messages: &[NewMessage]) {
 /// it holds a seat after the event.
 fn registration(event: &Envelope, active: bool) -> Result<(Participant, EventInfo), HandlerError> {
     let data = &event.data;
-    let tenant = event.tenant_id.ok_or("registration event without tenantId")?;
+    let tenant = event
+        .tenant_id
+        .ok_or("registration event without tenantId")?;
     let mut summary = data["event"].clone();
     summary["eventId"] = data["eventId"].clone();
     let info = event_info(&summary, Some(tenant))?;

@@ -4,6 +4,7 @@
 
 pub mod bot;
 pub mod consumers;
+pub mod direct;
 pub mod invites;
 pub mod sender;
 pub mod telegram;

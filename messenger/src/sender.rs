@@ -278,8 +278,7 @@ impl SendQueue {
     pub async fn stop(&self) {
         self.actor.stop(None);
         let deadline = Instant::now() + Duration::from_secs(5);
-        while self.actor.get_status() != ractor::ActorStatus::Stopped && Instant::now() < deadline
-        {
+        while self.actor.get_status() != ractor::ActorStatus::Stopped && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

@@ -38,7 +38,9 @@ impl Telegram {
         // Long polls hold the connection for the poll timeout; the client waits a little longer.
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(u64::from(config.poll_timeout_secs) + 15))
+            .timeout(Duration::from_secs(
+                u64::from(config.poll_timeout_secs) + 15,
+            ))
             .build()
             .unwrap_or_default();
         Ok(Telegram::Bot(
@@ -100,9 +102,7 @@ pub fn classify(error: &RequestError) -> Failure {
             Failure::Transient(text.clone())
         }
         RequestError::Api(api) => Failure::Permanent(api.to_string()),
-        RequestError::MigrateToChatId(to) => {
-            Failure::Permanent(format!("chat migrated to {to}"))
-        }
+        RequestError::MigrateToChatId(to) => Failure::Permanent(format!("chat migrated to {to}")),
     }
 }
 
@@ -127,7 +127,9 @@ mod tests {
     #[test]
     fn failures_are_sorted_for_the_queue() {
         assert_eq!(
-            classify(&RequestError::RetryAfter(teloxide_core::types::Seconds::from_seconds(3))),
+            classify(&RequestError::RetryAfter(
+                teloxide_core::types::Seconds::from_seconds(3)
+            )),
             Failure::RetryAfter(Duration::from_secs(3))
         );
         assert!(matches!(
@@ -135,11 +137,15 @@ mod tests {
             Failure::Permanent(_)
         ));
         assert!(matches!(
-            classify(&RequestError::Api(ApiError::Unknown("Internal Server Error".into()))),
+            classify(&RequestError::Api(ApiError::Unknown(
+                "Internal Server Error".into()
+            ))),
             Failure::Transient(_)
         ));
         assert!(matches!(
-            classify(&RequestError::Api(ApiError::Unknown("Bad Request: odd".into()))),
+            classify(&RequestError::Api(ApiError::Unknown(
+                "Bad Request: odd".into()
+            ))),
             Failure::Permanent(_)
         ));
     }

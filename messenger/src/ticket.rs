@@ -29,8 +29,7 @@ pub fn qr_png(code: &str) -> Result<Vec<u8>, TicketError> {
     let image = GrayImage::from_fn(side, side, |x, y| {
         let (mx, my) = (x / SCALE, y / SCALE);
         let inside = (QUIET..QUIET + width).contains(&mx) && (QUIET..QUIET + width).contains(&my);
-        let dark = inside
-            && colors[((my - QUIET) * width + (mx - QUIET)) as usize] == Color::Dark;
+        let dark = inside && colors[((my - QUIET) * width + (mx - QUIET)) as usize] == Color::Dark;
         Luma([if dark { 0 } else { 255 }])
     });
     let mut png = Vec::new();

@@ -5,6 +5,7 @@ mod analytics;
 mod cli;
 mod conventions;
 mod events;
+mod fake_telegram;
 mod faults;
 mod gateway;
 mod identity;

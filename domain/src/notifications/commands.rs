@@ -64,7 +64,10 @@ mod tests {
             Command::parse("/help@Bilet_Bot", "bilet_bot"),
             Command::Help
         );
-        assert_eq!(Command::parse("/help@other_bot", "bilet_bot"), Command::Unknown);
+        assert_eq!(
+            Command::parse("/help@other_bot", "bilet_bot"),
+            Command::Unknown
+        );
         assert_eq!(Command::parse(" /TICKETS ", "bilet_bot"), Command::Tickets);
         assert_eq!(Command::parse("hello", "bilet_bot"), Command::Unknown);
         assert_eq!(Command::parse("/stop", "bilet_bot"), Command::Unknown);
@@ -72,10 +75,7 @@ mod tests {
 
     #[test]
     fn odd_payloads_are_dropped() {
-        assert_eq!(
-            Command::parse("/start <script>", "b"),
-            Command::Start(None)
-        );
+        assert_eq!(Command::parse("/start <script>", "b"), Command::Start(None));
         assert_eq!(
             Command::parse(&format!("/start {}", "a".repeat(65)), "b"),
             Command::Start(None)

@@ -83,8 +83,15 @@ mod tests {
     #[test]
     fn values_in_replies_are_escaped() {
         let joined = Reply::Joined("*Club_1* [x](y)".into()).text(Lang::En);
-        assert_eq!(joined, "Invite accepted: *\\*Club\\_1\\* \\[x\\]\\(y\\)*\\.");
-        let list = Reply::Tickets(vec![("A.B".into(), "1 Dec".into(), "K7M2".into())]).text(Lang::Ru);
-        assert!(list.contains("*A\\.B*") && list.contains("`K7M2`"), "{list}");
+        assert_eq!(
+            joined,
+            "Invite accepted: *\\*Club\\_1\\* \\[x\\]\\(y\\)*\\."
+        );
+        let list =
+            Reply::Tickets(vec![("A.B".into(), "1 Dec".into(), "K7M2".into())]).text(Lang::Ru);
+        assert!(
+            list.contains("*A\\.B*") && list.contains("`K7M2`"),
+            "{list}"
+        );
     }
 }

@@ -42,12 +42,7 @@ pub fn location(facts: &EventFacts) -> Option<String> {
         .location_address
         .clone()
         .filter(|a| !a.trim().is_empty())
-        .or_else(|| {
-            facts
-                .location_url
-                .clone()
-                .filter(|u| !u.trim().is_empty())
-        })
+        .or_else(|| facts.location_url.clone().filter(|u| !u.trim().is_empty()))
 }
 
 /// The variables of a message about `event` to a person called `first_name`.

@@ -164,6 +164,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V3__messenger_links",
                 include_str!("../../../migrations/notification_service/V3__messenger_links.sql"),
             ),
+            (
+                "V4__send_queue",
+                include_str!("../../../migrations/notification_service/V4__send_queue.sql"),
+            ),
         ],
     };
     let mut all = vec![Migration::unapplied(

@@ -204,7 +204,8 @@ pub async fn participant(tx: &Tx, registration: Uuid) -> Result<Option<Participa
 }
 
 /// What a recipient query selects after the user id, first name and code.
-const RECIPIENT_COLUMNS: &str = "c.chat_id, pr.reminders, pr.changes, pr.waiting_list, pr.receipts, pr.language";
+const RECIPIENT_COLUMNS: &str =
+    "c.chat_id, pr.reminders, pr.changes, pr.waiting_list, pr.receipts, pr.language";
 
 fn recipient_from(row: &Row) -> Recipient {
     let defaults = Preferences::default();

@@ -70,12 +70,20 @@ pub enum Attempted {
     Failed(String),
 }
 
+/// The ids of the messages written by `enqueue`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Enqueued {
+    /// Waiting to be sent.
+    pub queued: Vec<Uuid>,
+    /// Written finished, as skipped.
+    pub skipped: Vec<Uuid>,
+}
+
 /// Queues messages inside the caller's transaction; a repeat of (event, person, kind) is
-/// ignored. Skipped messages are written finished, with their log row. Returns the ids
-/// queued for sending.
-pub async fn enqueue(tx: &Tx, messages: &[NewMessage], now: DateTime<Utc>) -> Result<Vec<Uuid>> {
+/// ignored. Skipped messages are written finished, with their log row.
+pub async fn enqueue(tx: &Tx, messages: &[NewMessage], now: DateTime<Utc>) -> Result<Enqueued> {
     if messages.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Enqueued::default());
     }
     let n = messages.len();
     let mut ids = Vec::with_capacity(n);
@@ -110,7 +118,7 @@ pub async fn enqueue(tx: &Tx, messages: &[NewMessage], now: DateTime<Utc>) -> Re
                 (id, tenant_id, user_id, chat_id, kind, source_event_id, text, ticket_code, status, reason,
                  next_attempt_at, created_at, finished_at)
              SELECT m.id, m.tenant_id, m.user_id, m.chat_id, m.kind, m.source, m.text, m.code, m.status, m.reason,
-                    $11, $11, CASE WHEN m.status = 'SKIPPED' THEN $11 END
+                    $11::timestamptz, $11::timestamptz, CASE WHEN m.status = 'SKIPPED' THEN $11::timestamptz END
              FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::text[], $6::uuid[], $7::text[],
                          $8::text[], $9::text[], $10::text[])
                   AS m(id, tenant_id, user_id, chat_id, kind, source, text, code, status, reason)
@@ -136,11 +144,12 @@ pub async fn enqueue(tx: &Tx, messages: &[NewMessage], now: DateTime<Utc>) -> Re
         )
         .await?;
     }
-    Ok(rows
+    let queued = rows
         .iter()
         .filter(|r| r.get::<_, &str>(1) == MessageStatus::Queued.as_str())
         .map(|r| r.get(0))
-        .collect())
+        .collect();
+    Ok(Enqueued { queued, skipped })
 }
 
 /// Claims up to `limit` messages due at `now` (and those whose sender's lease ran out) for
@@ -285,7 +294,10 @@ pub async fn release(db: &Database, ids: &[Uuid]) -> Result<()> {
 }
 
 /// The state of one message (status, tries that counted, last reason).
-pub async fn status(db: &Database, id: Uuid) -> Result<Option<(MessageStatus, i32, Option<String>)>> {
+pub async fn status(
+    db: &Database,
+    id: Uuid,
+) -> Result<Option<(MessageStatus, i32, Option<String>)>> {
     let tx = db.begin(Scope::system()).await?;
     let row = tx
         .query_opt(
@@ -294,7 +306,22 @@ pub async fn status(db: &Database, id: Uuid) -> Result<Option<(MessageStatus, i3
         )
         .await?;
     tx.commit().await?;
-    Ok(row.and_then(|r| {
-        MessageStatus::parse(r.get(0)).map(|s| (s, r.get(1), r.get(2)))
-    }))
+    Ok(row.and_then(|r| MessageStatus::parse(r.get(0)).map(|s| (s, r.get(1), r.get(2)))))
+}
+
+/// The message queued for (`source`, `user`, `kind`), if there is one: id, status, reason.
+pub async fn find(
+    tx: &Tx,
+    source: EventId,
+    user: UserId,
+    kind: &str,
+) -> Result<Option<(Uuid, MessageStatus, Option<String>)>> {
+    let row = tx
+        .query_opt(
+            "SELECT id, status, reason FROM notification_service.messages
+             WHERE source_event_id = $1 AND user_id = $2 AND kind = $3",
+            &[&source.as_uuid(), &user.as_uuid(), &kind],
+        )
+        .await?;
+    Ok(row.and_then(|r| MessageStatus::parse(r.get(1)).map(|s| (r.get(0), s, r.get(2)))))
 }

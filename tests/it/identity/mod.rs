@@ -88,6 +88,8 @@ impl Ctx {
         config.messenger.bot_token = Some(domain::config::Secret::new(BOT_TOKEN));
         config.messenger.bot_username = "bilet_test_bot".into();
         config.smtp.url = std::env::var("SMTP_URL").ok();
+        // No test reaches the real Bot API; notification tests point this at a fake one.
+        config.messenger.api_url = "http://127.0.0.1:9".into();
         if let Some((url, exchange)) = amqp {
             config.broker.url = url;
             config.broker.exchange = exchange;
@@ -140,6 +142,11 @@ impl Ctx {
     /// The node's ticketing actors.
     pub fn ticketing(&self) -> std::sync::Arc<actors::ticketing::Ticketing> {
         self._node.state.ticketing.clone()
+    }
+
+    /// The address of one of the node's services (`http://127.0.0.1:port`).
+    pub fn service_url(&self, service: Service) -> String {
+        format!("http://{}", self._node.addrs[&service])
     }
 
     /// The node's broker, to publish events other services would.

@@ -1,4 +1,4 @@
-//! The notification service's templates and settings (sending and the bot come next).
+//! Templates, notification settings and the deep link that binds a chat.
 
 use crate::identity::Ctx;
 use crate::support::send;

@@ -1,0 +1,126 @@
+//! The notification service: templates and settings, the bot against a fake Bot API, and
+//! delivery (tickets, fan-out, limits, retries, skips).
+
+mod bot;
+mod delivery;
+mod settings;
+
+use crate::fake_telegram::FakeTelegram;
+use crate::identity::{Ctx, Session};
+use crate::support::send;
+use chrono::{Duration, Utc};
+use domain::config::Service;
+use serde_json::{Value, json};
+
+/// A node whose bot talks to a fresh fake Bot API.
+pub async fn with_bot(tweak: impl FnOnce(&mut domain::config::Config)) -> (Ctx, FakeTelegram) {
+    let telegram = FakeTelegram::start().await;
+    let url = telegram.url.clone();
+    let ctx = Ctx::with_config(move |c| {
+        c.messenger.api_url = url;
+        c.messenger.poll_timeout_secs = 1;
+        c.messenger.retry_base_ms = 200;
+        tweak(c);
+    })
+    .await;
+    (ctx, telegram)
+}
+
+/// A one-time link token for `user`.
+pub async fn link_token(ctx: &Ctx, user: &Session) -> String {
+    let r = ctx
+        .post_empty("/api/v1/notifications/link", Some(&user.access))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["url"]
+        .as_str()
+        .unwrap()
+        .rsplit('=')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// Links `user` to `chat` through the bot and waits for the welcome.
+pub async fn linked(ctx: &Ctx, telegram: &FakeTelegram, user: &Session, chat: i64) {
+    let before = telegram.delivered_to(chat).len();
+    let token = link_token(ctx, user).await;
+    telegram.says(chat, &format!("/start {token}"));
+    let got = telegram.wait_for(chat, before + 1, 10).await;
+    assert_eq!(got.len(), before + 1, "the bot welcomed chat {chat}");
+}
+
+/// `POST /api/v1/notifications/send` on the notification service's own port.
+pub async fn send_direct(ctx: &Ctx, body: Value, key: Option<&str>) -> crate::support::Reply {
+    let mut request = ctx
+        .http
+        .post(format!(
+            "{}/api/v1/notifications/send",
+            ctx.service_url(Service::Notifications)
+        ))
+        .header("Accept-Language", "en")
+        .json(&body);
+    if let Some(key) = key {
+        request = request.header("X-Idempotency-Key", key);
+    }
+    send(request).await
+}
+
+/// The send log of one message: (outcome, reason) in order.
+pub async fn log_of(ctx: &Ctx, message: &str) -> Vec<(String, Option<String>)> {
+    let owner = ctx.t.owner().await;
+    owner
+        .query(
+            "SELECT outcome, reason FROM notification_service.send_log WHERE message_id = $1::text::uuid ORDER BY id",
+            &[&message],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+/// A published event with one free ticket type: (event id, ticket type id).
+pub async fn free_event(ctx: &Ctx, owner: &Session, title: &str) -> (String, String) {
+    let e = ctx
+        .post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": title, "startsAt": (Utc::now() + Duration::days(10)).to_rfc3339(),
+                   "locationType": "OFFLINE", "locationAddress": "Main st. 1"}),
+        )
+        .await;
+    assert_eq!(e.status, 201, "{}", e.body);
+    let event = e.body["id"].as_str().unwrap().to_string();
+    let t = ctx
+        .post(
+            &format!("/api/v1/events/{event}/ticket-types"),
+            Some(&owner.access),
+            json!({"name": "Standard", "quantity": 50}),
+        )
+        .await;
+    assert_eq!(t.status, 201, "{}", t.body);
+    let p = ctx
+        .post_empty(
+            &format!("/api/v1/events/{event}/publish"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(p.status, 200, "{}", p.body);
+    (event, t.body["id"].as_str().unwrap().to_string())
+}
+
+/// Registers `user` for the event's type; returns the registration body.
+pub async fn register(ctx: &Ctx, user: &Session, event: &str, ticket_type: &str) -> Value {
+    let r = send(
+        ctx.http
+            .post(format!("{}/api/v1/events/{event}/registrations", ctx.base))
+            .bearer_auth(&user.access)
+            .header("X-Idempotency-Key", uuid::Uuid::new_v4().to_string())
+            .json(&json!({"ticketTypeId": ticket_type, "firstName": "Ann", "lastName": "Lee"})),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body
+}
