@@ -5,6 +5,7 @@ use super::{free_event, linked, log_of, register, send_direct, with_bot};
 use crate::fake_telegram::Trouble;
 use crate::identity::{Ctx, PASSWORD, session};
 use crate::support::{eventually, send};
+use domain::clock::Clock;
 use domain::config::Service;
 use domain::notifications::Kind;
 use serde_json::json;
@@ -501,4 +502,148 @@ async fn the_send_endpoint_is_internal_refuses_bad_input_and_replays_keys() {
         2,
         "the welcome and one message"
     );
+}
+
+/// A published event with the given ticket type: (event id, ticket type id).
+async fn event_with(
+    ctx: &Ctx,
+    owner: &crate::identity::Session,
+    ticket: serde_json::Value,
+) -> (String, String) {
+    let e = ctx
+        .post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": "Expo", "startsAt": (chrono::Utc::now() + chrono::Duration::days(3)).to_rfc3339()}),
+        )
+        .await;
+    let event = e.body["id"].as_str().unwrap().to_string();
+    let t = ctx
+        .post(
+            &format!("/api/v1/events/{event}/ticket-types"),
+            Some(&owner.access),
+            ticket,
+        )
+        .await;
+    assert_eq!(t.status, 201, "{}", t.body);
+    ctx.post_empty(
+        &format!("/api/v1/events/{event}/publish"),
+        Some(&owner.access),
+    )
+    .await;
+    (event, t.body["id"].as_str().unwrap().to_string())
+}
+
+#[tokio::test]
+async fn each_consumed_event_reaches_the_person_it_concerns() {
+    let (ctx, tg) = with_bot(|c| c.messenger.chat_interval_ms = 100).await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (ann, bob) = (ctx.user().await, ctx.user().await);
+    linked(&ctx, &tg, &ann, 9201).await;
+    linked(&ctx, &tg, &bob, 9202).await;
+    for user in [&ann, &bob] {
+        ctx.put(
+            "/api/v1/notifications/preferences",
+            Some(&user.access),
+            json!({"reminders": true, "changes": true, "waitingList": true, "receipts": true, "language": "en"}),
+        )
+        .await;
+    }
+
+    // A paid seat held 15 minutes: Ann's runs out (reservation.expired).
+    let (paid_event, paid) =
+        event_with(&ctx, &owner, json!({"name": "Paid", "quantity": 5, "priceCents": 150000, "currency": "RUB", "reservationMinutes": 15})).await;
+    let held = register(&ctx, &ann, &paid_event, &paid).await;
+    assert_eq!(held["status"], "RESERVED");
+    tg.wait_for(9201, 2, 10).await;
+    ctx.clock.advance(chrono::Duration::minutes(16));
+    storage::events::registrations::expire_due(&ctx.t.db, None, ctx.clock.now())
+        .await
+        .unwrap();
+    let got = tg.wait_for(9201, 3, 10).await;
+    assert!(
+        got[2].text.contains("expired before payment"),
+        "{}",
+        got[2].text
+    );
+
+    // Bob pays (payment.completed from the payment provider): a receipt with the sum.
+    let bobs = register(&ctx, &bob, &paid_event, &paid).await;
+    tg.wait_for(9202, 2, 10).await;
+    ctx.broker()
+        .publish(&[domain::envelope::Envelope::new(
+            "payment.completed",
+            None,
+            None,
+            json!({"registrationId": bobs["id"], "amountCents": 150000, "currency": "RUB"}),
+        )])
+        .await
+        .unwrap();
+    let got = tg.wait_for(9202, 3, 10).await;
+    assert!(
+        got[2].text.contains("Payment received: *Expo*") && got[2].text.contains("1500\\.00 RUB"),
+        "{}",
+        got[2].text
+    );
+
+    // The organizer moves the event (event.changed), and its reminder falls due (event.reminder).
+    let r = ctx
+        .put(
+            &format!("/api/v1/events/{paid_event}"),
+            Some(&owner.access),
+            json!({"title": "Expo", "startsAt": (chrono::Utc::now() + chrono::Duration::days(2)).to_rfc3339()}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let got = tg.wait_for(9202, 4, 10).await;
+    assert!(
+        got[3].text.contains("*Expo* has changed"),
+        "{}",
+        got[3].text
+    );
+    ctx.clock.advance(chrono::Duration::hours(47));
+    storage::events::catalog::remind_due(&ctx.t.db, ctx.clock.now())
+        .await
+        .unwrap();
+    let got = tg.wait_for(9202, 5, 10).await;
+    let code = bobs["confirmationCode"].as_str().unwrap();
+    assert!(
+        got[4].text.starts_with("Tomorrow: *Expo*") && got[4].text.contains(code),
+        "{}",
+        got[4].text
+    );
+    assert_eq!(
+        tg.delivered_to(9201).len(),
+        3,
+        "Ann's seat expired: no change or reminder"
+    );
+
+    // A freed seat goes to the first on the waiting list (waitlist.available).
+    let (full_event, one) = event_with(&ctx, &owner, json!({"name": "One", "quantity": 1})).await;
+    let bobs_seat = register(&ctx, &bob, &full_event, &one).await;
+    let joined = ctx
+        .post(
+            &format!("/api/v1/events/{full_event}/waitlist"),
+            Some(&ann.access),
+            json!({"ticketTypeId": one}),
+        )
+        .await;
+    assert_eq!(joined.status, 201, "{}", joined.body);
+    ctx.delete(
+        &format!(
+            "/api/v1/registrations/{}",
+            bobs_seat["id"].as_str().unwrap()
+        ),
+        Some(&bob.access),
+    )
+    .await;
+    let got = tg.wait_for(9201, 4, 10).await;
+    assert!(
+        got[3].text.contains("a seat for *Expo* is free")
+            && got[3].text.contains(&full_event.replace('-', "\\-")),
+        "{}",
+        got[3].text
+    );
+    assert!(tg.sends().iter().all(|c| c.status == 200));
 }
