@@ -32,7 +32,7 @@ if command -v psql >/dev/null; then
 fi
 
 # Queues and exchanges the tests declared on earlier runs are removed in the background.
-( rabbitmqctl -q list_queues name 2>/dev/null | grep -E '^bilet\.(test|flaky)-' \
+( rabbitmqctl -q list_queues name 2>/dev/null | grep -E '^bilet\.(events\.)?(test|flaky)-' \
     | xargs -r -n1 timeout 20 rabbitmqctl -q delete_queue >/dev/null 2>&1 ) &
 
 if cargo nextest --version >/dev/null 2>&1; then

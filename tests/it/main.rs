@@ -13,6 +13,7 @@ mod media;
 mod node;
 mod notifications;
 mod outbox;
+mod scenario;
 mod support;
 mod tenancy;
 mod ticketing;

@@ -36,7 +36,13 @@ struct Seen {
 }
 
 async fn fake_api(State(seen): State<Arc<Seen>>, request: Request) -> axum::response::Response {
-    let method = request.uri().path().rsplit('/').next().unwrap_or_default().to_ascii_lowercase();
+    let method = request
+        .uri()
+        .path()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
     if method == "getupdates" {
         tokio::time::sleep(Duration::from_secs(1)).await;
         return axum::Json(json!({"ok": true, "result": []})).into_response();
@@ -63,8 +69,10 @@ async fn fake_api(State(seen): State<Arc<Seen>>, request: Request) -> axum::resp
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .push((chat, Instant::now()));
-    axum::Json(json!({"ok": true, "result": {"message_id": n, "date": 1_700_000_000,
-        "chat": {"id": chat, "type": "private", "first_name": "P"}, "text": "ok"}}))
+    axum::Json(
+        json!({"ok": true, "result": {"message_id": n, "date": 1_700_000_000,
+        "chat": {"id": chat, "type": "private", "first_name": "P"}, "text": "ok"}}),
+    )
     .into_response()
 }
 
@@ -109,7 +117,9 @@ async fn main() -> anyhow::Result<()> {
         };
     }
     config.database.url = db_url.clone();
-    config.auth.jwt_secret = Some(domain::config::Secret::new("bench-secret-bench-secret-bench"));
+    config.auth.jwt_secret = Some(domain::config::Secret::new(
+        "bench-secret-bench-secret-bench",
+    ));
     config.messenger.bot_token = Some(domain::config::Secret::new("1:BENCH"));
     config.messenger.api_url = api_url;
     config.messenger.poll_timeout_secs = 1;
@@ -189,7 +199,10 @@ async fn main() -> anyhow::Result<()> {
             break;
         }
         if last_report.elapsed() > Duration::from_secs(30) {
-            println!("  … {sent} sent after {:.0} s", started.elapsed().as_secs_f64());
+            println!(
+                "  … {sent} sent after {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
             last_report = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -228,11 +241,18 @@ async fn main() -> anyhow::Result<()> {
         .await?
         .get(0);
     println!("| figure | value |\n|---|---|");
-    println!("| messages rendered and queued by the consumer | {:.2} s |", queued.as_secs_f64());
-    println!("| drained (event published → last send accepted) | {:.1} s |", drained.as_secs_f64());
+    println!(
+        "| messages rendered and queued by the consumer | {:.2} s |",
+        queued.as_secs_f64()
+    );
+    println!(
+        "| drained (event published → last send accepted) | {:.1} s |",
+        drained.as_secs_f64()
+    );
     println!(
         "| sending rate, first → last send | {:.2}/s |",
-        (sends.len().saturating_sub(1)) as f64 / last.duration_since(first).as_secs_f64().max(0.001)
+        (sends.len().saturating_sub(1)) as f64
+            / last.duration_since(first).as_secs_f64().max(0.001)
     );
     println!("| most sends in any one second | {busiest} (limit {rate}) |");
     println!(

@@ -1,9 +1,9 @@
-//! RabbitMQ through lapin. Topology per consumer `c`:
-//! - `bilet.c` (durable), bound to the topic exchange with the consumer's patterns, with the
-//!   dead-letter exchange `<exchange>.dlx` (routing key `c`) for rejected messages;
-//! - `bilet.c.retry` (durable) with no consumer: a failed message waits there for its
-//!   per-message TTL, then is dead-lettered back into `bilet.c`;
-//! - `bilet.c.dlq` (durable), bound to `<exchange>.dlx` with key `c`: messages that failed
+//! RabbitMQ through lapin. Topology per consumer `c` of exchange `x` (`bilet.events`):
+//! - `x.c` (durable), bound to the topic exchange with the consumer's patterns, with the
+//!   dead-letter exchange `x.dlx` (routing key `c`) for rejected messages;
+//! - `x.c.retry` (durable) with no consumer: a failed message waits there for its
+//!   per-message TTL, then is dead-lettered back into `x.c`;
+//! - `x.c.dlq` (durable), bound to `x.dlx` with key `c`: messages that failed
 //!   `max_attempts` times, kept until `bilet dlq replay c`.
 //!
 //! Publishing uses publisher confirms; every connection is re-established after a broker
@@ -58,6 +58,20 @@ impl RabbitBroker {
 
     fn dlx(&self) -> String {
         format!("{}.dlx", self.inner.exchange)
+    }
+
+    /// A consumer's queue, named under the exchange so installations sharing a RabbitMQ do not
+    /// share queues.
+    fn queue_name(&self, consumer: &str) -> String {
+        format!("{}.{consumer}", self.inner.exchange)
+    }
+
+    fn retry_queue_name(&self, consumer: &str) -> String {
+        format!("{}.{consumer}.retry", self.inner.exchange)
+    }
+
+    fn dlq_name(&self, consumer: &str) -> String {
+        format!("{}.{consumer}.dlq", self.inner.exchange)
     }
 
     async fn open(&self) -> lapin::Result<(Connection, Channel)> {
@@ -115,7 +129,7 @@ impl RabbitBroker {
 
     async fn declare_consumer(&self, channel: &Channel, sub: &Subscription) -> lapin::Result<()> {
         let consumer = &sub.consumer;
-        let main = queue_name(consumer);
+        let main = self.queue_name(consumer);
         let durable = QueueDeclareOptions {
             durable: true,
             ..Default::default()
@@ -151,14 +165,14 @@ impl RabbitBroker {
             AMQPValue::LongString(main.as_str().into()),
         );
         channel
-            .queue_declare(s(&retry_queue_name(consumer)), durable, retry_args)
+            .queue_declare(s(&self.retry_queue_name(consumer)), durable, retry_args)
             .await?;
         channel
-            .queue_declare(s(&dlq_name(consumer)), durable, FieldTable::default())
+            .queue_declare(s(&self.dlq_name(consumer)), durable, FieldTable::default())
             .await?;
         channel
             .queue_bind(
-                s(&dlq_name(consumer)),
+                s(&self.dlq_name(consumer)),
                 s(&self.dlx()),
                 s(consumer),
                 QueueBindOptions::default(),
@@ -177,7 +191,7 @@ impl RabbitBroker {
             .await?;
         let mut deliveries = channel
             .basic_consume(
-                s(&queue_name(&sub.consumer)),
+                s(&self.queue_name(&sub.consumer)),
                 s(&format!("{}-{}", sub.consumer, uuid::Uuid::now_v7())),
                 BasicConsumeOptions::default(),
                 FieldTable::default(),
@@ -222,7 +236,7 @@ impl RabbitBroker {
                     let confirm = channel
                         .basic_publish(
                             s(""),
-                            s(&retry_queue_name(&sub.consumer)),
+                            s(&self.retry_queue_name(&sub.consumer)),
                             BasicPublishOptions::default(),
                             &delivery.data,
                             props,
@@ -333,7 +347,10 @@ impl Broker for RabbitBroker {
         // Take every message without acknowledging it; closing the channel puts them all
         // back, so listing changes nothing.
         while let Some(message) = channel
-            .basic_get(s(&dlq_name(consumer)), BasicGetOptions { no_ack: false })
+            .basic_get(
+                s(&self.dlq_name(consumer)),
+                BasicGetOptions { no_ack: false },
+            )
             .await
             .map_err(unavailable)?
         {
@@ -355,7 +372,10 @@ impl Broker for RabbitBroker {
         let (connection, channel) = self.open().await.map_err(unavailable)?;
         let mut count = 0;
         while let Some(message) = channel
-            .basic_get(s(&dlq_name(consumer)), BasicGetOptions { no_ack: false })
+            .basic_get(
+                s(&self.dlq_name(consumer)),
+                BasicGetOptions { no_ack: false },
+            )
             .await
             .map_err(unavailable)?
         {
@@ -367,7 +387,7 @@ impl Broker for RabbitBroker {
             let confirm = channel
                 .basic_publish(
                     s(""),
-                    s(&queue_name(consumer)),
+                    s(&self.queue_name(consumer)),
                     BasicPublishOptions::default(),
                     &delivery.data,
                     props,
@@ -403,18 +423,6 @@ async fn count_acks(confirms: Vec<lapin::PublisherConfirm>) -> usize {
 
 fn s(text: &str) -> ShortString {
     text.into()
-}
-
-fn queue_name(consumer: &str) -> String {
-    format!("bilet.{consumer}")
-}
-
-fn retry_queue_name(consumer: &str) -> String {
-    format!("bilet.{consumer}.retry")
-}
-
-fn dlq_name(consumer: &str) -> String {
-    format!("bilet.{consumer}.dlq")
 }
 
 fn attempt_headers(attempt: u32) -> FieldTable {
