@@ -35,11 +35,13 @@ fi
 ( rabbitmqctl -q list_queues name 2>/dev/null | grep -E '^bilet\.(events\.)?(test|flaky)-' \
     | xargs -r -n1 timeout 20 rabbitmqctl -q delete_queue >/dev/null 2>&1 ) &
 
+# `scripts/test.sh faults` (make faults) runs only the fault tests.
+ONLY_FAULTS=${1:-}
 if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run --workspace --no-fail-fast -E 'not test(/^faults::/)'
-    cargo nextest run --workspace --no-fail-fast -E 'test(/^faults::/)' --test-threads 1
+    [ "$ONLY_FAULTS" = faults ] || cargo nextest run --workspace --no-fail-fast -E 'not test(/^faults::/)'
+    cargo nextest run --workspace --no-fail-fast -E 'test(/^faults::/)' --test-threads 1 --no-capture
 else
     log "cargo-nextest not found; using cargo test"
-    cargo test --workspace --no-fail-fast -- --skip faults::
-    cargo test --test it --no-fail-fast -- faults:: --test-threads 1
+    [ "$ONLY_FAULTS" = faults ] || cargo test --workspace --no-fail-fast -- --skip faults::
+    cargo test --test it --no-fail-fast -- faults:: --test-threads 1 --nocapture
 fi

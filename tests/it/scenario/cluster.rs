@@ -214,6 +214,7 @@ async fn as_separate_processes_on_rabbitmq_clickhouse_and_s3() {
     let platform = super::Platform {
         base: cluster.urls["gateway"].clone(),
         db: t.db.clone(),
+        owner_url: t.url.clone(),
         broker,
         telegram,
         http: reqwest::Client::new(),

@@ -23,6 +23,8 @@ pub struct Platform {
     pub base: String,
     /// The database (for the administrator grant and the final audit).
     pub db: Database,
+    /// Its owner connection URL, for checks the application role may not make.
+    pub owner_url: String,
     /// Where the payment provider publishes.
     pub broker: Arc<dyn Broker>,
     /// The Bot API the notification service talks to.
@@ -339,11 +341,11 @@ pub async fn run(p: &Platform, chat_base: i64) -> Outcome {
         .await;
     assert_eq!(queued.status, 201, "{}", queued.body);
     // Tickets arrive in the bot as QR photos.
-    for i in 0..2 {
+    for (i, registration) in registrations.iter().enumerate() {
         let got = p.telegram.wait_for(chat(i), 2, 30).await;
         assert_eq!(got.len(), 2, "ticket for participant {i}");
         assert_eq!(got[1].method, "sendPhoto");
-        let code = registrations[i]["confirmationCode"].as_str().unwrap();
+        let code = registration["confirmationCode"].as_str().unwrap();
         assert!(got[1].text.contains(code));
     }
 
@@ -504,6 +506,7 @@ async fn in_one_process_on_embedded_defaults() {
     let platform = Platform {
         base: ctx.base.clone(),
         db: ctx.t.db.clone(),
+        owner_url: ctx.t.url.clone(),
         broker: ctx.broker(),
         telegram,
         http: reqwest::Client::new(),

@@ -1,5 +1,7 @@
 //! Faults that stop shared services; `make test` runs these alone, after the other tests.
 
+mod cluster;
+
 use crate::outbox::{Applier, POLICY, counts, start_relay};
 use crate::support::{TestDb, amqp_url, eventually};
 use domain::envelope::Envelope;
@@ -8,7 +10,7 @@ use std::time::{Duration, Instant};
 use storage::broker::{Broker, RabbitBroker};
 use storage::{Schema, Scope, outbox};
 
-fn rabbitmqctl(action: &str) {
+pub fn rabbitmqctl(action: &str) {
     let status = std::process::Command::new("rabbitmqctl")
         .arg(action)
         .status()
