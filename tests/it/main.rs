@@ -1,6 +1,7 @@
 //! Black-box tests: real PostgreSQL and RabbitMQ, nodes started in the test process and
 //! driven over HTTP.
 
+mod abuse;
 mod analytics;
 mod cli;
 mod conventions;

@@ -182,7 +182,8 @@ async fn application_role_owns_nothing_and_every_tenant_table_forces_rls() {
     );
     let protected: i64 = owner
         .query_one(
-            "SELECT count(*) FROM pg_class WHERE relrowsecurity AND relforcerowsecurity AND relname = 'events'",
+            "SELECT count(*) FROM pg_class WHERE relrowsecurity AND relforcerowsecurity AND relname = 'events'
+               AND relnamespace = 'event_service'::regnamespace",
             &[],
         )
         .await
