@@ -95,8 +95,7 @@ async fn load(base: String, event: String, ticket_type: String, clients: usize) 
     for task in tasks {
         task.await.unwrap();
     }
-    let out = confirmed.lock().await.clone();
-    out
+    confirmed.lock().await.clone()
 }
 
 /// The cluster with the scenario played through, and a roomy free ticket type for load.
