@@ -45,3 +45,6 @@ else
     [ "$ONLY_FAULTS" = faults ] || cargo test --workspace --no-fail-fast -- --skip faults::
     cargo test --test it --no-fail-fast -- faults:: --test-threads 1 --nocapture
 fi
+
+# Schemathesis through the gateway: no 5xx, no response outside the documented schema.
+[ "$ONLY_FAULTS" = faults ] || bash tests/abuse/schemathesis.sh
