@@ -73,13 +73,16 @@ impl Handler for Notifier {
         let messages = match event.event_type.as_str() {
             "user.registered" => self.welcome(&tx, event, now).await?,
             "user.updated" => rename(&tx, event, now).await?,
-            "registration.created" => self.registration_created(&tx, event, now).await?,
+            "registration.created" => {
+                self.about_registration(&tx, event, Kind::RegistrationConfirmed, now)
+                    .await?
+            }
             "registration.cancelled" => {
-                self.registration_ended(&tx, event, Kind::RegistrationCancelled, now)
+                self.about_registration(&tx, event, Kind::RegistrationCancelled, now)
                     .await?
             }
             "reservation.expired" => {
-                self.registration_ended(&tx, event, Kind::ReservationExpired, now)
+                self.about_registration(&tx, event, Kind::ReservationExpired, now)
                     .await?
             }
             "event.cancelled" => {
@@ -163,36 +166,18 @@ impl Notifier {
         )])
     }
 
-    async fn registration_created(&self, tx: &Tx, event: &Envelope, now: DateTime<Utc>) -> Outcome {
-        let (participant, info) = registration(event, true)?;
-        projection::upsert_event(tx, &info, now).await?;
-        projection::upsert_participant(tx, &participant, now).await?;
-        let to = projection::recipient(
-            tx,
-            participant.user_id,
-            &participant.first_name,
-            &participant.confirmation_code,
-        )
-        .await?;
-        let values = self.values_for(&to, &info.facts(&self.public_url));
-        Ok(vec![self.message(
-            Kind::RegistrationConfirmed,
-            &to,
-            &values,
-            event,
-            Some(participant.tenant_id),
-            Some(participant.confirmation_code.clone()),
-        )])
-    }
-
-    async fn registration_ended(
+    /// registration.created (the ticket: a seat held, its QR code attached) and
+    /// registration.cancelled / reservation.expired (the seat released): the projection
+    /// follows, and the person is told.
+    async fn about_registration(
         &self,
         tx: &Tx,
         event: &Envelope,
         kind: Kind,
         now: DateTime<Utc>,
     ) -> Outcome {
-        let (participant, info) = registration(event, false)?;
+        let holds_seat = kind == Kind::RegistrationConfirmed;
+        let (participant, info) = registration(event, holds_seat)?;
         projection::upsert_event(tx, &info, now).await?;
         projection::upsert_participant(tx, &participant, now).await?;
         let to = projection::recipient(
@@ -203,13 +188,14 @@ impl Notifier {
         )
         .await?;
         let values = self.values_for(&to, &info.facts(&self.public_url));
+        let ticket = holds_seat.then(|| participant.confirmation_code.clone());
         Ok(vec![self.message(
             kind,
             &to,
             &values,
             event,
             Some(participant.tenant_id),
-            None,
+            ticket,
         )])
     }
 

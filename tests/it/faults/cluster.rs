@@ -103,17 +103,7 @@ async fn prepared(chat_base: i64) -> (TestDb, Cluster, Platform, Outcome, String
     let t = TestDb::new().await;
     let telegram = FakeTelegram::start().await;
     let cluster = Cluster::start(&t, &telegram).await;
-    let broker = storage::broker::from_config(&cluster.broker_config())
-        .await
-        .unwrap();
-    let platform = Platform {
-        base: cluster.urls["gateway"].clone(),
-        db: t.db.clone(),
-        owner_url: t.url.clone(),
-        broker,
-        telegram,
-        http: reqwest::Client::new(),
-    };
+    let platform = cluster.platform(&t, telegram).await;
     let outcome = scenario::run(&platform, chat_base).await;
     let roomy = send(
         platform

@@ -184,6 +184,20 @@ forward_timeout_ms = 10000
         self.wait_ready(service).await;
     }
 
+    /// The platform the scenario drives: this cluster's gateway, its database and broker.
+    pub async fn platform(&self, t: &TestDb, telegram: FakeTelegram) -> super::Platform {
+        super::Platform {
+            base: self.urls["gateway"].clone(),
+            db: t.db.clone(),
+            owner_url: t.url.clone(),
+            broker: storage::broker::from_config(&self.broker_config())
+                .await
+                .unwrap(),
+            telegram,
+            http: reqwest::Client::new(),
+        }
+    }
+
     /// The broker configuration of the cluster, for the test's own publisher.
     pub fn broker_config(&self) -> domain::config::BrokerConfig {
         domain::config::BrokerConfig {
@@ -208,17 +222,7 @@ async fn as_separate_processes_on_rabbitmq_clickhouse_and_s3() {
     let t = TestDb::new().await;
     let telegram = FakeTelegram::start().await;
     let cluster = Cluster::start(&t, &telegram).await;
-    let broker = storage::broker::from_config(&cluster.broker_config())
-        .await
-        .unwrap();
-    let platform = super::Platform {
-        base: cluster.urls["gateway"].clone(),
-        db: t.db.clone(),
-        owner_url: t.url.clone(),
-        broker,
-        telegram,
-        http: reqwest::Client::new(),
-    };
+    let platform = cluster.platform(&t, telegram).await;
     let outcome = super::run(&platform, 12_000).await;
     super::audit(&platform, &outcome).await;
 }
