@@ -163,3 +163,37 @@ async fn tickets_lists_upcoming_registrations_with_their_codes() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_messenger_sign_in_links_its_own_chat_and_is_welcomed_there() {
+    let (ctx, tg) = with_bot(|_| {}).await;
+    let mut fields = std::collections::BTreeMap::new();
+    fields.insert("id".to_string(), "5301".to_string());
+    fields.insert("first_name".to_string(), "Lena_*".to_string());
+    fields.insert(
+        "auth_date".to_string(),
+        domain::clock::Clock::now(ctx.clock.as_ref())
+            .timestamp()
+            .to_string(),
+    );
+    let hash = domain::identity::messenger::sign_widget(&fields, crate::identity::BOT_TOKEN);
+    fields.insert("hash".to_string(), hash);
+    let r = ctx
+        .post(
+            "/api/v1/auth/messenger",
+            None,
+            serde_json::to_value(&fields).unwrap(),
+        )
+        .await;
+    assert!(r.status == 200 || r.status == 201, "{}", r.body);
+    // Telegram's private chat with a user has the user's id: the welcome goes there at once.
+    let got = tg.wait_for(5301, 1, 10).await;
+    assert_eq!(got.len(), 1);
+    assert!(got[0].text.contains("Lena\\_\\*"), "{}", got[0].text);
+    tg.says(5301, "/tickets");
+    assert!(
+        tg.wait_for(5301, 2, 10).await[1]
+            .text
+            .contains("Предстоящих билетов нет")
+    );
+}
