@@ -118,8 +118,9 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
     } else {
         None
     };
+    let metrics = Metrics::new();
     let notifications = if node_config.services.contains(&Service::Notifications) {
-        Some(start_notifications(&config, &db).await?)
+        Some(start_notifications(&config, &db, &metrics).await?)
     } else {
         None
     };
@@ -128,7 +129,7 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
         db: db.clone(),
         broker: broker.clone(),
         config: config.clone(),
-        metrics: Metrics::new(),
+        metrics,
         clock: clock.clone(),
         mailer,
         tokens: Arc::new(Tokens::new(&secret)),
@@ -392,6 +393,7 @@ async fn start_analytics(config: &Config, db: &storage::Database) -> anyhow::Res
 async fn start_notifications(
     config: &Config,
     db: &storage::Database,
+    metrics: &Metrics,
 ) -> anyhow::Result<Notifications> {
     let telegram = messenger::Telegram::from_config(&config.messenger)?;
     if !telegram.is_on() {
@@ -399,10 +401,13 @@ async fn start_notifications(
             "no MESSENGER_BOT_TOKEN: the bot is off and notifications are logged as skipped"
         );
     }
+    let counters = messenger::SendCounters::new()?;
+    metrics.register(Box::new(counters.0.clone()));
     let queue = messenger::SendQueue::start(messenger::SenderArgs {
         db: db.clone(),
         telegram: telegram.clone(),
         config: config.messenger.clone(),
+        counters,
     })
     .await
     .context("cannot start the notification send queue")?;

@@ -52,6 +52,13 @@ impl Metrics {
         }
     }
 
+    /// Adds metrics kept elsewhere (the notification send queue's counters).
+    pub fn register(&self, collector: Box<dyn prometheus::core::Collector>) {
+        if let Err(e) = self.registry.register(collector) {
+            tracing::warn!(error = %e, "metric not registered");
+        }
+    }
+
     /// The text exposition of every metric.
     pub fn render(&self) -> String {
         let mut buffer = Vec::new();

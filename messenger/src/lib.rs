@@ -10,5 +10,5 @@ pub mod sender;
 pub mod telegram;
 pub mod ticket;
 
-pub use sender::{SendQueue, SenderArgs};
+pub use sender::{SendCounters, SendQueue, SenderArgs};
 pub use telegram::Telegram;

@@ -43,6 +43,36 @@ pub struct SenderArgs {
     pub telegram: Telegram,
     /// Limits and retries.
     pub config: MessengerConfig,
+    /// Attempts by outcome, for /metrics.
+    pub counters: SendCounters,
+}
+
+/// Send attempts by outcome (`sent`, `retry`, `failed`), exposed as
+/// `bilet_notification_attempts_total`.
+#[derive(Clone)]
+pub struct SendCounters(pub prometheus::IntCounterVec);
+
+impl SendCounters {
+    /// Fresh counters, to be registered with the process's metrics.
+    pub fn new() -> Result<SendCounters, prometheus::Error> {
+        prometheus::IntCounterVec::new(
+            prometheus::Opts::new(
+                "notification_attempts_total",
+                "Messenger send attempts by outcome",
+            ),
+            &["outcome"],
+        )
+        .map(SendCounters)
+    }
+
+    fn count(&self, attempted: &Attempted) {
+        let outcome = match attempted {
+            Attempted::Sent => "sent",
+            Attempted::Retry { .. } => "retry",
+            Attempted::Failed(_) => "failed",
+        };
+        self.0.with_label_values(&[outcome]).inc();
+    }
 }
 
 /// The actor's state.
@@ -202,6 +232,7 @@ fn spawn_send(myself: ActorRef<SendMsg>, state: &SenderState, message: Outgoing)
     let db = state.args.db.clone();
     let telegram = state.args.telegram.clone();
     let policy = state.policy;
+    let counters = state.args.counters.clone();
     tokio::spawn(async move {
         let photo = match &message.ticket_code {
             Some(code) => match ticket::qr_png(code) {
@@ -234,6 +265,7 @@ fn spawn_send(myself: ActorRef<SendMsg>, state: &SenderState, message: Outgoing)
                 (attempted, retry_after)
             }
         };
+        counters.count(&attempted);
         match &attempted {
             Attempted::Sent => {
                 tracing::debug!(message = %message.id, kind = %message.kind, "notification sent")

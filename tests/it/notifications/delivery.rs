@@ -231,6 +231,24 @@ async fn a_429_stops_all_sends_for_its_wait_and_the_message_then_goes_out() {
         ("SENT", 1),
         "a 429 uses up no try"
     );
+    // The attempts are counted for Prometheus: two welcomes and two messages sent, one retry.
+    let metrics = ctx
+        .http
+        .get(format!(
+            "{}/metrics",
+            ctx.service_url(Service::Notifications)
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("bilet_notification_attempts_total{outcome=\"retry\"} 1")
+            && metrics.contains("bilet_notification_attempts_total{outcome=\"sent\"} 4"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
