@@ -1,8 +1,9 @@
 //! What the analytics service records from the other services' events: event.published starts
 //! tracking an event; registration.created, registration.cancelled, checkin.completed and
-//! payment.completed become records. Each broker event is recorded once: with PostgreSQL the
-//! record and the inbox entry commit together; with ClickHouse the record is written first and
-//! the inbox entry after, so only a crash between the two can repeat one.
+//! payment.completed become records. Each broker event is recorded once: PostgreSQL skips a
+//! record whose id it has; ClickHouse cannot commit with the inbox, so the event is first marked
+//! as being recorded, and a delivery that finds the mark (a crash came between the write and
+//! the inbox entry) looks in ClickHouse before writing again.
 
 use crate::record::Record;
 use crate::store::Store;
@@ -80,6 +81,23 @@ pub fn record_of(event: &Envelope) -> Option<Record> {
     ))
 }
 
+impl Recorder {
+    /// Marks `event` as being recorded, in a transaction of its own; true when an earlier
+    /// delivery had marked it and not finished.
+    async fn mark_recording(&self, event: &Envelope) -> Result<bool, HandlerError> {
+        let tx = self.db.begin(Scope::system()).await?;
+        let fresh = tx
+            .execute(
+                "INSERT INTO analytics_service.recording (event_id, started_at) VALUES ($1, now())
+                 ON CONFLICT DO NOTHING",
+                &[&event.id.as_uuid()],
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(fresh == 0)
+    }
+}
+
 #[async_trait]
 impl Handler for Recorder {
     async fn handle(&self, event: &Envelope) -> Result<(), HandlerError> {
@@ -103,10 +121,27 @@ impl Handler for Recorder {
         };
         // Written before the inbox entry commits: a failure leaves the event unclaimed for the
         // broker's retry.
-        self.store
-            .insert(std::slice::from_ref(&record))
-            .await
-            .map_err(|e| e.to_string())?;
+        match &self.store {
+            Store::Postgres(_) => {
+                self.store
+                    .insert(std::slice::from_ref(&record))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Store::ClickHouse(ch) => {
+                let interrupted = self.mark_recording(event).await?;
+                if !(interrupted && ch.contains(&record).await.map_err(|e| e.to_string())?) {
+                    ch.insert(std::slice::from_ref(&record))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                }
+                tx.execute(
+                    "DELETE FROM analytics_service.recording WHERE event_id = $1",
+                    &[&event.id.as_uuid()],
+                )
+                .await?;
+            }
+        }
         tx.commit().await?;
         Ok(())
     }

@@ -11,6 +11,8 @@ BUCKET=${STORAGE_BUCKET:-bilet-media}
 # Fixed test credentials: Garage imports them, so every run knows them without parsing.
 KEY_ID=GK0b11e7000000000000000001
 KEY_SECRET=0b11e70000000000000000000000000000000000000000000000000000000001
+# The S3 fault test stops Garage with pkill and starts it again with this script.
+apt_install procps
 
 if [ ! -x "$GARAGE" ]; then
     log "building Garage into $CACHE/garage (once; about 10 minutes)"

@@ -654,3 +654,59 @@ async fn records_older_than_a_year_are_removed_from_both_stores() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_crash_between_the_clickhouse_write_and_the_inbox_records_nothing_twice() {
+    use analytics::consumers::{Recorder, record_of};
+    use analytics::figures::Period;
+    use storage::broker::Handler;
+    let ctx = context(true).await;
+    let store = ctx.analytics_store();
+    let recorder = Recorder::new(ctx.t.db.clone(), store.clone());
+    let tenant = TenantId::new();
+    let event = Uuid::now_v7();
+    let created = |n: u8| Envelope {
+        id: domain::ids::EventId::new(),
+        event_type: "registration.created".into(),
+        occurred_at: Utc::now(),
+        tenant_id: Some(tenant),
+        actor_id: None,
+        data: json!({"eventId": event, "registrationId": Uuid::now_v7(), "userId": Uuid::now_v7(),
+                     "status": "CONFIRMED", "n": n}),
+    };
+    let owner = ctx.t.owner().await;
+    let interrupted = |e: &Envelope| {
+        let id = e.id.as_uuid();
+        let owner = &owner;
+        async move {
+            owner
+                .execute(
+                    "INSERT INTO analytics_service.recording (event_id, started_at) VALUES ($1, now())",
+                    &[&id],
+                )
+                .await
+                .unwrap();
+        }
+    };
+    // The first delivery wrote the record and died before its inbox entry.
+    let written = created(1);
+    store.insert(&[record_of(&written).unwrap()]).await.unwrap();
+    interrupted(&written).await;
+    // The second died after marking, before writing.
+    let unwritten = created(2);
+    interrupted(&unwritten).await;
+    for e in [&written, &unwritten, &written, &unwritten] {
+        recorder.handle(e).await.unwrap();
+    }
+    let funnel = store
+        .funnel(tenant, event, Period::default())
+        .await
+        .unwrap();
+    assert_eq!(funnel.completed, 2, "each registration once");
+    let marks: i64 = owner
+        .query_one("SELECT count(*) FROM analytics_service.recording", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(marks, 0, "finished recordings leave no mark");
+}

@@ -141,6 +141,23 @@ impl ClickHouseStore {
         Ok(())
     }
 
+    /// Whether the record is stored already (looked up through the table's sort key).
+    pub async fn contains(&self, r: &Record) -> Result<bool, ClickHouseError> {
+        let rows = self
+            .data(format!(
+                "SELECT count() FROM {}.analytics_events
+                 WHERE tenant_id = '{}' AND event_id = '{}' AND event_type = '{}' AND id = '{}'
+                 FORMAT JSONCompact",
+                self.database,
+                r.tenant_id.as_uuid(),
+                r.event_id.map(|e| e.to_string()).unwrap_or_default(),
+                r.event_type.as_str(),
+                r.id
+            ))
+            .await?;
+        Ok(rows.first().and_then(|r| r.first()).map(n).unwrap_or(0) > 0)
+    }
+
     /// Writes records as JSON rows.
     pub async fn insert(&self, records: &[Record]) -> Result<(), ClickHouseError> {
         let mut body = String::with_capacity(records.len() * 300);

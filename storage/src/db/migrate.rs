@@ -151,10 +151,16 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
             "V2__files",
             include_str!("../../../migrations/media_service/V2__files.sql"),
         )],
-        Schema::AnalyticsService => &[(
-            "V2__analytics_events",
-            include_str!("../../../migrations/analytics_service/V2__analytics_events.sql"),
-        )],
+        Schema::AnalyticsService => &[
+            (
+                "V2__analytics_events",
+                include_str!("../../../migrations/analytics_service/V2__analytics_events.sql"),
+            ),
+            (
+                "V3__recording",
+                include_str!("../../../migrations/analytics_service/V3__recording.sql"),
+            ),
+        ],
         Schema::NotificationService => &[
             (
                 "V2__preferences",
