@@ -206,6 +206,7 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             .await
             .context("cannot subscribe the notification service's consumer")?;
     }
+    let backlog_schemas = schemas.clone();
     let relay = Relay::new(
         db,
         config.database.url.clone(),
@@ -243,6 +244,11 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             }
         });
     }
+    servers.push(tokio::spawn(outbox_backlog(
+        state.clone(),
+        backlog_schemas,
+        shutdown_rx.clone(),
+    )));
     if state.analytics.is_some() {
         servers.push(tokio::spawn(analytics_retention(
             state.clone(),
@@ -286,7 +292,11 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             }
         }));
     }
-    if let Some(parts) = &state.notifications {
+    if let Some(parts) = state
+        .notifications
+        .as_ref()
+        .filter(|_| config.messenger.poll_updates)
+    {
         // Invites are accepted by the identity service: this process's when it runs here.
         let identity = match addrs.get(&Service::Identity) {
             Some(local) => format!("http://{local}"),
@@ -412,6 +422,29 @@ async fn start_notifications(
     .await
     .context("cannot start the notification send queue")?;
     Ok(Notifications { queue, telegram })
+}
+
+/// Keeps `bilet_outbox_backlog` at the number of this node's events the broker has not
+/// confirmed yet (a growing figure means the broker is unreachable), every 10 seconds.
+async fn outbox_backlog(state: AppState, schemas: Vec<Schema>, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let mut total = 0;
+        for schema in &schemas {
+            match storage::outbox::backlog(&state.db, *schema).await {
+                Ok(n) => total += n,
+                Err(e) => {
+                    tracing::debug!(error = %e, "outbox backlog not read");
+                    continue;
+                }
+            }
+        }
+        state.metrics.outbox_backlog.set(total);
+    }
 }
 
 /// Removes analytics records older than a year, every day.

@@ -367,6 +367,9 @@ pub struct MessengerConfig {
     pub retry_base_ms: u64,
     /// Long-poll timeout of getUpdates, in seconds.
     pub poll_timeout_secs: u32,
+    /// Whether this node answers the bot's chats. Telegram lets one process poll a bot's
+    /// updates: further notification nodes send only.
+    pub poll_updates: bool,
 }
 
 /// Token and password settings.
@@ -520,6 +523,7 @@ impl Default for MessengerConfig {
             max_attempts: 5,
             retry_base_ms: 2000,
             poll_timeout_secs: 25,
+            poll_updates: true,
         }
     }
 }

@@ -109,6 +109,17 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// How many times `method` was called.
+    pub fn count(&self, method: &str) -> usize {
+        self.inner
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| c.method == method)
+            .count()
+    }
+
     /// Accepted sends to `chat`.
     pub fn delivered_to(&self, chat: i64) -> Vec<Call> {
         self.sends()
@@ -157,6 +168,15 @@ async fn handle(State(inner): State<Arc<Inner>>, request: Request) -> Response {
 }
 
 async fn get_updates(inner: &Inner, request: Request) -> Response {
+    inner.calls.lock().unwrap().push(Call {
+        method: "getUpdates".into(),
+        chat_id: 0,
+        text: String::new(),
+        parse_mode: String::new(),
+        photo: None,
+        at: Instant::now(),
+        status: 200,
+    });
     let bytes = axum::body::to_bytes(request.into_body(), 1 << 20)
         .await
         .unwrap_or_default();

@@ -100,3 +100,28 @@ async fn a_node_runs_only_the_services_it_is_given() {
     );
     node.stop().await;
 }
+
+#[tokio::test]
+async fn the_outbox_backlog_shows_events_the_broker_has_not_taken() {
+    // A broker nobody answers at: events wait in the outbox.
+    let ctx = crate::identity::Ctx::with_config(|c| {
+        c.broker.url = "amqp://guest:guest@127.0.0.1:1/%2f".into();
+        c.broker.exchange = format!("bilet.test-{}", uuid::Uuid::now_v7().simple());
+    })
+    .await;
+    let email = format!("b{}@example.com", uuid::Uuid::now_v7().simple());
+    assert_eq!(ctx.register(&email).await.status, 201);
+    let metrics = format!("{}/metrics", ctx.base);
+    let backlog = || async {
+        let text = reqwest::get(&metrics).await.unwrap().text().await.unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("bilet_outbox_backlog "))
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    assert!(
+        crate::support::eventually(20, || async { backlog().await >= 1 }).await,
+        "user.registered waits: backlog {}",
+        backlog().await
+    );
+}

@@ -197,3 +197,27 @@ async fn a_messenger_sign_in_links_its_own_chat_and_is_welcomed_there() {
             .contains("Предстоящих билетов нет")
     );
 }
+
+#[tokio::test]
+async fn a_send_only_node_does_not_poll_but_still_sends() {
+    let (ctx, tg) = with_bot(|c| c.messenger.poll_updates = false).await;
+    let ann = ctx.user().await;
+    tg.says(5401, "/help");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(tg.count("getUpdates"), 0, "another node answers the chats");
+    assert!(tg.sends().is_empty());
+    // Messages still go out to linked chats (linked here as the polling node would).
+    let token = link_token(&ctx, &ann).await;
+    let user = domain::ids::UserId(ann.user_id.parse().unwrap());
+    storage::notifications::links::redeem(&ctx.t.db, &token, 5401, chrono::Utc::now())
+        .await
+        .unwrap();
+    let r = super::send_direct(
+        &ctx,
+        json!({"userId": user.to_string(), "template": "event.cancelled", "variables": {"eventTitle": "Gig"}}),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(tg.wait_for(5401, 1, 10).await.len(), 1);
+}
