@@ -6,13 +6,14 @@
 //! the inbox entry) looks in ClickHouse before writing again.
 
 use crate::record::Record;
-use crate::store::Store;
+use crate::store::clickhouse::ClickHouseError;
+use crate::store::{Store, StoreError};
 use crate::tracked;
 use async_trait::async_trait;
 use domain::analytics::TrackType;
 use domain::envelope::Envelope;
 use serde_json::{Map, Value};
-use storage::broker::{Handler, HandlerError};
+use storage::broker::{Handler, HandlerError, Outage};
 use storage::db::Schema;
 use storage::{Database, Scope, inbox};
 use uuid::Uuid;
@@ -81,6 +82,23 @@ pub fn record_of(event: &Envelope) -> Option<Record> {
     ))
 }
 
+/// A store failure as the broker should see it: PostgreSQL's own error (outages are recognised
+/// from it), ClickHouse's through `clickhouse_failure`.
+fn store_failure(error: StoreError) -> HandlerError {
+    match error {
+        StoreError::Postgres(e) => Box::new(e),
+        StoreError::ClickHouse(e) => clickhouse_failure(e),
+    }
+}
+
+/// ClickHouse not answering is an outage (retried without limit); an error answer is not.
+fn clickhouse_failure(error: ClickHouseError) -> HandlerError {
+    match error {
+        ClickHouseError::Request(_) => Box::new(Outage(error.to_string())),
+        other => other.to_string().into(),
+    }
+}
+
 impl Recorder {
     /// Marks `event` as being recorded, in a transaction of its own; true when an earlier
     /// delivery had marked it and not finished.
@@ -126,14 +144,14 @@ impl Handler for Recorder {
                 self.store
                     .insert(std::slice::from_ref(&record))
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(store_failure)?;
             }
             Store::ClickHouse(ch) => {
                 let interrupted = self.mark_recording(event).await?;
-                if !(interrupted && ch.contains(&record).await.map_err(|e| e.to_string())?) {
+                if !(interrupted && ch.contains(&record).await.map_err(clickhouse_failure)?) {
                     ch.insert(std::slice::from_ref(&record))
                         .await
-                        .map_err(|e| e.to_string())?;
+                        .map_err(clickhouse_failure)?;
                 }
                 tx.execute(
                     "DELETE FROM analytics_service.recording WHERE event_id = $1",

@@ -95,6 +95,16 @@ impl Broker for MemoryBroker {
                     continue;
                 };
                 let consumer = &subscription.consumer;
+                if super::is_outage(&error) {
+                    let delay = super::outage_delay(inner.policy.base_delay);
+                    tracing::warn!(consumer, event_id = %pending.event.id, %error, retry_in_ms = delay.as_millis() as u64, "backing service down; will retry without counting an attempt");
+                    let sender = sender.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        let _ = sender.send(pending);
+                    });
+                    continue;
+                }
                 if pending.attempt >= inner.policy.max_attempts {
                     tracing::error!(consumer, event_id = %pending.event.id, attempts = pending.attempt, %error, "handler gave up; message dead-lettered");
                     inner

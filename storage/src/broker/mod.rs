@@ -89,6 +89,54 @@ pub trait Broker: Send + Sync + 'static {
     async fn replay(&self, consumer: &str) -> Result<usize, BrokerError>;
 }
 
+/// A handler's way to say that a backing service is down rather than that the message is bad
+/// (PostgreSQL failures are recognised without it).
+#[derive(Debug, thiserror::Error)]
+#[error("backing service unavailable: {0}")]
+pub struct Outage(pub String);
+
+/// Whether a handler failed because something it needs is down (PostgreSQL unreachable or
+/// restarting, or an `Outage`), not because of the message. Brokers retry such failures
+/// without using up the message's attempts, so an outage never dead-letters good messages.
+pub fn is_outage(error: &HandlerError) -> bool {
+    if error.downcast_ref::<Outage>().is_some() {
+        return true;
+    }
+    let db =
+        error
+            .downcast_ref::<crate::DbError>()
+            .or(match error.downcast_ref::<crate::Error>() {
+                Some(crate::Error::Db(e)) => Some(e),
+                _ => None,
+            });
+    match db {
+        Some(crate::DbError::Pool(_)) => true,
+        Some(crate::DbError::Query(e)) => postgres_outage(e),
+        Some(_) => false,
+        None => error
+            .downcast_ref::<tokio_postgres::Error>()
+            .is_some_and(postgres_outage),
+    }
+}
+
+/// A lost connection, or a server shutting down, starting or refusing connections.
+fn postgres_outage(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed()
+        || std::error::Error::source(error).is_some_and(|s| s.is::<std::io::Error>())
+    {
+        return true;
+    }
+    error.code().is_some_and(|code| {
+        let code = code.code();
+        code.starts_with("08") || ["57P01", "57P02", "57P03", "53300"].contains(&code)
+    })
+}
+
+/// The wait before redelivering a message whose handler met an outage.
+pub fn outage_delay(base: Duration) -> Duration {
+    base.max(Duration::from_secs(1))
+}
+
 /// How long to wait before delivery attempt `attempt + 1` (attempts count from 1).
 pub fn retry_delay(base: Duration, attempt: u32) -> Duration {
     base.saturating_mul(1u32 << attempt.saturating_sub(1).min(10))
@@ -128,6 +176,79 @@ pub struct RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outages_are_told_from_bad_messages() {
+        let closed = || crate::DbError::Pool(deadpool_postgres::PoolError::Closed);
+        assert!(is_outage(
+            &(Box::new(Outage("clickhouse".into())) as HandlerError)
+        ));
+        assert!(is_outage(&(Box::new(closed()) as HandlerError)));
+        assert!(is_outage(
+            &(Box::new(crate::Error::Db(closed())) as HandlerError)
+        ));
+        assert!(!is_outage(&HandlerError::from("payload without userId")));
+        assert!(!is_outage(
+            &(Box::new(crate::DbError::Url("x".into())) as HandlerError)
+        ));
+        assert_eq!(
+            outage_delay(Duration::from_millis(50)),
+            Duration::from_secs(1)
+        );
+    }
+
+    /// Fails with an outage `outages` times, then applies.
+    struct Flaky {
+        outages: std::sync::atomic::AtomicU32,
+        applied: std::sync::atomic::AtomicU32,
+    }
+
+    #[async_trait]
+    impl Handler for Flaky {
+        async fn handle(&self, _: &Envelope) -> Result<(), HandlerError> {
+            use std::sync::atomic::Ordering;
+            if self.outages.load(Ordering::SeqCst) > 0 {
+                self.outages.fetch_sub(1, Ordering::SeqCst);
+                return Err(Box::new(Outage("database restarting".into())));
+            }
+            self.applied.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn an_outage_longer_than_the_attempts_dead_letters_nothing() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let broker = MemoryBroker::new(RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(10),
+        });
+        let flaky = Arc::new(Flaky {
+            outages: AtomicU32::new(3),
+            applied: AtomicU32::new(0),
+        });
+        broker
+            .subscribe(Subscription {
+                consumer: "c".into(),
+                patterns: vec!["#".into()],
+                handler: flaky.clone(),
+            })
+            .await
+            .unwrap();
+        broker
+            .publish(&[Envelope::new("x.y", None, None, serde_json::json!({}))])
+            .await
+            .unwrap();
+        // Three outages of a second each, more than the two attempts a bad message gets.
+        for _ in 0..100 {
+            if flaky.applied.load(Ordering::SeqCst) == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(flaky.applied.load(Ordering::SeqCst), 1);
+        assert!(broker.dead_letters(Some("c")).await.unwrap().is_empty());
+    }
 
     #[test]
     fn retry_delay_doubles_and_is_bounded() {

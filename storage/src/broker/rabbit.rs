@@ -182,6 +182,42 @@ impl RabbitBroker {
         Ok(())
     }
 
+    /// Parks the message in the consumer's retry queue for `delay`, to come back as attempt
+    /// `attempt`; acknowledged only once the retry queue has it.
+    async fn retry_later(
+        &self,
+        channel: &Channel,
+        sub: &Subscription,
+        delivery: &lapin::message::Delivery,
+        event: &Envelope,
+        attempt: u32,
+        delay: std::time::Duration,
+    ) -> lapin::Result<()> {
+        let props = message_properties(event, attempt)
+            .with_expiration(delay.as_millis().to_string().into());
+        let confirm = channel
+            .basic_publish(
+                s(""),
+                s(&self.retry_queue_name(&sub.consumer)),
+                BasicPublishOptions::default(),
+                &delivery.data,
+                props,
+            )
+            .await?
+            .await?;
+        if confirm.is_ack() {
+            delivery.ack(BasicAckOptions::default()).await?;
+        } else {
+            delivery
+                .nack(BasicNackOptions {
+                    requeue: true,
+                    ..Default::default()
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
     /// One consuming session; returns when the connection is lost.
     async fn consume(&self, sub: &Subscription) -> lapin::Result<()> {
         let (_connection, channel) = self.open().await?;
@@ -218,6 +254,12 @@ impl RabbitBroker {
                 Ok(()) => {
                     delivery.ack(BasicAckOptions::default()).await?;
                 }
+                Err(error) if super::is_outage(&error) => {
+                    let delay = super::outage_delay(self.inner.policy.base_delay);
+                    tracing::warn!(consumer = %sub.consumer, event_id = %event.id, %error, retry_in_ms = delay.as_millis() as u64, "backing service down; will retry without counting an attempt");
+                    self.retry_later(&channel, sub, &delivery, &event, attempt, delay)
+                        .await?;
+                }
                 Err(error) if attempt >= self.inner.policy.max_attempts => {
                     tracing::error!(consumer = %sub.consumer, event_id = %event.id, attempts = attempt, %error, "handler gave up; message dead-lettered");
                     // The DLX of the main queue moves it to the consumer's dead-letter queue.
@@ -231,28 +273,8 @@ impl RabbitBroker {
                 Err(error) => {
                     let delay = retry_delay(self.inner.policy.base_delay, attempt);
                     tracing::warn!(consumer = %sub.consumer, event_id = %event.id, attempt, %error, retry_in_ms = delay.as_millis() as u64, "handler failed; will retry");
-                    let props = message_properties(&event, attempt + 1)
-                        .with_expiration(delay.as_millis().to_string().into());
-                    let confirm = channel
-                        .basic_publish(
-                            s(""),
-                            s(&self.retry_queue_name(&sub.consumer)),
-                            BasicPublishOptions::default(),
-                            &delivery.data,
-                            props,
-                        )
-                        .await?
+                    self.retry_later(&channel, sub, &delivery, &event, attempt + 1, delay)
                         .await?;
-                    if confirm.is_ack() {
-                        delivery.ack(BasicAckOptions::default()).await?;
-                    } else {
-                        delivery
-                            .nack(BasicNackOptions {
-                                requeue: true,
-                                ..Default::default()
-                            })
-                            .await?;
-                    }
                 }
             }
         }
