@@ -8,7 +8,7 @@ cd "$ROOT"
 bash scripts/provision/schemathesis.sh
 ST="$CACHE/schemathesis-venv/bin/schemathesis"
 cargo build -q --bin bilet
-BIN="$ROOT/target/debug/bilet"
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/bilet"
 
 ADMIN_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 DB_URL="${ADMIN_URL%/*}/bilet_abuse"
