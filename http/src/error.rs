@@ -179,6 +179,12 @@ impl From<storage::Error> for ApiError {
 
 impl From<storage::DbError> for ApiError {
     fn from(error: storage::DbError) -> ApiError {
+        if unstorable_input(&error) {
+            return ApiError::new(ErrorCode::ValidationError).with_text(Text {
+                ru: "Значение нельзя сохранить: недопустимые символы (например, нулевой байт) или выход за пределы",
+                en: "A value cannot be stored: characters that are not allowed (such as a NUL byte) or out of range",
+            });
+        }
         match error {
             storage::DbError::Pool(_) => {
                 tracing::error!(%error, "database unavailable");
@@ -187,6 +193,14 @@ impl From<storage::DbError> for ApiError {
             other => ApiError::internal(&other),
         }
     }
+}
+
+/// Whether PostgreSQL refused a value a client sent (a NUL byte in text, a number or date out
+/// of range): the client's mistake, answered 400, not a server error.
+fn unstorable_input(error: &storage::DbError) -> bool {
+    error.sqlstate().is_some_and(|code| {
+        ["22021", "22P05", "22001", "22003", "22007", "22008"].contains(&code.code())
+    })
 }
 
 #[cfg(test)]

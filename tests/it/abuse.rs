@@ -349,3 +349,36 @@ async fn malformed_nested_and_oversized_bodies_are_refused_cleanly_everywhere() 
     }
     assert!(tried > 80, "{tried}");
 }
+
+#[tokio::test]
+async fn text_the_database_cannot_store_is_refused_as_bad_input() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    // A NUL byte in a JSON string and in a query parameter (found by schemathesis as a 500).
+    let r = ctx
+        .post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": "a\u{0}b", "startsAt": (chrono::Utc::now() + chrono::Duration::days(9)).to_rfc3339()}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["code"].as_str()),
+        (400, Some("validation_error")),
+        "{}",
+        r.body
+    );
+    let r = ctx
+        .get("/api/v1/auth/verify-email?token=%00abc", None)
+        .await;
+    assert!((400..500).contains(&r.status), "{} {}", r.status, r.body);
+    let events = ctx
+        .get("/api/v1/events?size=100", Some(&owner.access))
+        .await;
+    assert_eq!(
+        events.body["totalElements"], 0,
+        "nothing stored: {}",
+        events.body
+    );
+}
