@@ -77,24 +77,12 @@ impl Handler for Notifier {
                 self.about_registration(&tx, event, Kind::RegistrationConfirmed, now)
                     .await?
             }
-            "registration.cancelled" => {
-                self.about_registration(&tx, event, Kind::RegistrationCancelled, now)
+            "registration.cancelled" | "reservation.expired" => {
+                self.about_registration(&tx, event, same_named(event)?, now)
                     .await?
             }
-            "reservation.expired" => {
-                self.about_registration(&tx, event, Kind::ReservationExpired, now)
-                    .await?
-            }
-            "event.cancelled" => {
-                self.to_participants(&tx, event, Kind::EventCancelled, now)
-                    .await?
-            }
-            "event.changed" => {
-                self.to_participants(&tx, event, Kind::EventChanged, now)
-                    .await?
-            }
-            "event.reminder" => {
-                self.to_participants(&tx, event, Kind::EventReminder, now)
+            "event.cancelled" | "event.changed" | "event.reminder" => {
+                self.to_participants(&tx, event, same_named(event)?, now)
                     .await?
             }
             "payment.completed" => self.receipt(&tx, event).await?,
@@ -363,6 +351,13 @@ fn event_info(data: &Value, tenant: Option<TenantId>) -> Result<EventInfo, Handl
         location_address: data["locationAddress"].as_str().map(str::to_string),
         location_url: data["locationUrl"].as_str().map(str::to_string),
     })
+}
+
+/// The template named like the event (all but registration.created, whose message is
+/// registration.confirmed).
+fn same_named(event: &Envelope) -> Result<Kind, HandlerError> {
+    Kind::parse(&event.event_type)
+        .ok_or_else(|| format!("no template for {}", event.event_type).into())
 }
 
 fn uuid_at(data: &Value, field: &str) -> Result<Uuid, HandlerError> {

@@ -104,6 +104,23 @@ async fn load(
     confirmed.lock().await.clone()
 }
 
+/// `load` on the roomy ticket type of the scenario's event, in the background.
+fn start_load(
+    p: &Platform,
+    outcome: &Outcome,
+    roomy: &str,
+    clients: usize,
+    spacing: Duration,
+) -> tokio::task::JoinHandle<Vec<Confirmed>> {
+    tokio::spawn(load(
+        p.base.clone(),
+        outcome.event.clone(),
+        roomy.to_string(),
+        clients,
+        spacing,
+    ))
+}
+
 /// The cluster with the scenario played through, and a roomy free ticket type for load.
 async fn prepared(chat_base: i64) -> (TestDb, Cluster, Platform, Outcome, String) {
     let t = TestDb::new().await;
@@ -227,13 +244,7 @@ async fn nothing_lost(p: &Platform, outcome: &Outcome, roomy: &str, confirmed: &
 #[tokio::test]
 async fn kill_9_of_every_service_under_load_loses_nothing() {
     let (_t, mut cluster, p, outcome, roomy) = prepared(14_000).await;
-    let loader = tokio::spawn(load(
-        p.base.clone(),
-        outcome.event.clone(),
-        roomy.clone(),
-        400,
-        Duration::from_millis(25),
-    ));
+    let loader = start_load(&p, &outcome, &roomy, 400, Duration::from_millis(25));
     for service in SERVICES {
         tokio::time::sleep(Duration::from_millis(700)).await;
         println!("kill -9 {service}");
@@ -256,13 +267,7 @@ async fn kill_9_of_every_service_under_load_loses_nothing() {
 #[tokio::test]
 async fn rabbitmq_down_for_a_minute_under_load_delivers_every_event_once() {
     let (_t, _cluster, p, outcome, roomy) = prepared(15_000).await;
-    let loader = tokio::spawn(load(
-        p.base.clone(),
-        outcome.event.clone(),
-        roomy.clone(),
-        200,
-        Duration::from_millis(25),
-    ));
+    let loader = start_load(&p, &outcome, &roomy, 200, Duration::from_millis(25));
     tokio::time::sleep(Duration::from_secs(2)).await;
     tokio::task::spawn_blocking(|| super::rabbitmqctl("stop_app"))
         .await
@@ -315,13 +320,7 @@ fn restart_postgres() {
 #[tokio::test]
 async fn postgresql_restarted_under_load_loses_nothing() {
     let (_t, _cluster, p, outcome, roomy) = prepared(16_000).await;
-    let loader = tokio::spawn(load(
-        p.base.clone(),
-        outcome.event.clone(),
-        roomy.clone(),
-        200,
-        Duration::from_millis(25),
-    ));
+    let loader = start_load(&p, &outcome, &roomy, 200, Duration::from_millis(25));
     tokio::time::sleep(Duration::from_secs(2)).await;
     println!("restarting PostgreSQL");
     // On the blocking pool: the clients keep running on this test's runtime meanwhile.
