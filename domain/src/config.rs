@@ -30,6 +30,7 @@ pub const ENV_ALIASES: &[(&str, &str)] = &[
     ("MESSENGER_BOT_USERNAME", "messenger.bot_username"),
     ("MESSENGER_API_URL", "messenger.api_url"),
     ("JWT_SECRET", "auth.jwt_secret"),
+    ("SERVICE_SECRET", "auth.service_secret"),
     ("PUBLIC_URL", "http.public_url"),
 ];
 
@@ -51,6 +52,9 @@ pub enum ConfigError {
     /// A service a node runs has no address.
     #[error("service `{0}` has no [services.{0}] address in cluster.toml")]
     MissingService(String),
+    /// Production mode without what keeps it safe.
+    #[error("production mode refuses to start: {0}")]
+    Unsafe(String),
 }
 
 /// Development generates what is missing; production refuses to start without it.
@@ -378,6 +382,9 @@ pub struct MessengerConfig {
 pub struct AuthConfig {
     /// HS256 signing secret shared by identity and the gateway.
     pub jwt_secret: Option<Secret>,
+    /// Secret gateways and services share to sign the requests they send each other
+    /// (`domain::trust`); needed as soon as a service is reachable from another host.
+    pub service_secret: Option<Secret>,
     /// bcrypt cost factor of password hashes (the spec says 12).
     pub bcrypt_cost: u32,
 }
@@ -386,6 +393,7 @@ impl Default for AuthConfig {
     fn default() -> Self {
         AuthConfig {
             jwt_secret: None,
+            service_secret: None,
             bcrypt_cost: 12,
         }
     }
@@ -435,8 +443,10 @@ impl Default for Config {
                     let port = s.default_port();
                     (
                         s,
+                        // Loopback until cluster.toml says otherwise: nothing is reachable from
+                        // another host by accident.
                         ServiceAddr {
-                            listen: format!("0.0.0.0:{port}"),
+                            listen: format!("127.0.0.1:{port}"),
                             url: format!("http://127.0.0.1:{port}"),
                         },
                     )
@@ -536,6 +546,7 @@ const STRING_SETTINGS: &[&str] = &[
     "messenger.bot_token",
     "messenger.bot_username",
     "auth.jwt_secret",
+    "auth.service_secret",
 ];
 
 impl Config {
@@ -576,6 +587,59 @@ impl Config {
             if !self.services.contains_key(service) {
                 return Err(ConfigError::MissingService(service.name().into()));
             }
+        }
+        Ok(())
+    }
+
+    /// Whether a service other than the gateway listens on, or is reached at, an address
+    /// another host could use: then requests between processes cross a network and must be
+    /// signed with a secret every process was given.
+    pub fn services_leave_loopback(&self) -> bool {
+        self.services
+            .iter()
+            .filter(|(service, _)| **service != Service::Gateway)
+            .any(|(_, addr)| !is_loopback_listen(&addr.listen) || !is_loopback_url(&addr.url))
+    }
+
+    /// What production mode refuses: a non-loopback service without a shared service secret,
+    /// a JWT secret shorter than 32 bytes, no password for the application's database role.
+    pub fn check_production(&self) -> Result<(), ConfigError> {
+        if self.mode != Mode::Production {
+            return Ok(());
+        }
+        let min = crate::trust::MIN_SECRET_BYTES;
+        match &self.auth.jwt_secret {
+            Some(s) if s.expose().len() >= min => {}
+            _ => {
+                return Err(ConfigError::Unsafe(format!(
+                    "JWT_SECRET must be at least {min} bytes"
+                )));
+            }
+        }
+        match &self.auth.service_secret {
+            Some(s) if s.expose().len() >= min => {}
+            Some(_) => {
+                return Err(ConfigError::Unsafe(format!(
+                    "SERVICE_SECRET must be at least {min} bytes"
+                )));
+            }
+            None if self.services_leave_loopback() => {
+                return Err(ConfigError::Unsafe(
+                    "a service listens on or is reached at a non-loopback address and no SERVICE_SECRET is set".into(),
+                ));
+            }
+            None => {}
+        }
+        if self
+            .database
+            .app_password
+            .as_ref()
+            .is_none_or(|p| p.expose().is_empty())
+        {
+            return Err(ConfigError::Unsafe(
+                "DATABASE_APP_PASSWORD is not set (the services' database role needs a password)"
+                    .into(),
+            ));
         }
         Ok(())
     }
@@ -658,6 +722,29 @@ fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) {
     }
 }
 
+/// Whether a listen address (`ip:port` or `host:port`) accepts only local connections.
+pub fn is_loopback_listen(listen: &str) -> bool {
+    if let Ok(addr) = listen.parse::<std::net::SocketAddr>() {
+        return addr.ip().is_loopback();
+    }
+    let host = listen.rsplit_once(':').map(|(h, _)| h).unwrap_or(listen);
+    host.eq_ignore_ascii_case("localhost")
+}
+
+/// Whether a base URL (`http://host:port`) points at this machine's loopback.
+pub fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Replaces the password of `scheme://user:password@host` with `****`.
 pub fn mask_url_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -683,7 +770,11 @@ mod tests {
         let c = Config::load(None, EMPTY).unwrap();
         assert_eq!(c.mode, Mode::Development);
         assert!(Service::ALL.iter().all(|s| c.runs(*s)));
-        assert_eq!(c.services[&Service::Gateway].listen, "0.0.0.0:8080");
+        assert!(
+            c.services.values().all(|a| a.listen.starts_with("127.0.0.1:")),
+            "without cluster.toml nothing listens beyond loopback"
+        );
+        assert!(!c.services_leave_loopback());
         assert_eq!(c.broker.url, "memory");
     }
 
@@ -723,6 +814,70 @@ mod tests {
             assert!(!text.contains(secret), "{secret} leaked in:\n{text}");
         }
         assert!(text.contains("postgres://u:****@db/bilet"));
+    }
+
+    #[test]
+    fn production_refuses_what_is_unsafe() {
+        let good = [
+            ("BILET_MODE", "production"),
+            ("JWT_SECRET", "0123456789abcdef0123456789abcdef"),
+            ("DATABASE_APP_PASSWORD", "pw"),
+        ];
+        let c = Config::load(None, good).unwrap();
+        assert!(c.check_production().is_ok(), "all on loopback: no service secret needed");
+
+        let short_jwt = [
+            ("BILET_MODE", "production"),
+            ("JWT_SECRET", "short"),
+            ("DATABASE_APP_PASSWORD", "pw"),
+        ];
+        let err = Config::load(None, short_jwt).unwrap().check_production();
+        assert!(err.unwrap_err().to_string().contains("JWT_SECRET"));
+
+        let no_password = [
+            ("BILET_MODE", "production"),
+            ("JWT_SECRET", "0123456789abcdef0123456789abcdef"),
+        ];
+        let err = Config::load(None, no_password).unwrap().check_production();
+        assert!(err.unwrap_err().to_string().contains("DATABASE_APP_PASSWORD"));
+
+        let exposed = "node = \"id\"\n[services.identity]\nlisten = \"0.0.0.0:8081\"\nurl = \"http://10.0.0.2:8081\"\n[[nodes]]\nname = \"id\"\nservices = [\"identity\"]\n";
+        let err = Config::load(Some(exposed), good).unwrap().check_production();
+        assert!(err.unwrap_err().to_string().contains("SERVICE_SECRET"));
+        let mut with_secret = good.to_vec();
+        with_secret.push(("SERVICE_SECRET", "fedcba9876543210fedcba9876543210"));
+        assert!(
+            Config::load(Some(exposed), with_secret)
+                .unwrap()
+                .check_production()
+                .is_ok()
+        );
+        let mut short_secret = good.to_vec();
+        short_secret.push(("SERVICE_SECRET", "tiny"));
+        assert!(
+            Config::load(Some(exposed), short_secret)
+                .unwrap()
+                .check_production()
+                .is_err()
+        );
+        // Development starts whatever it is given.
+        assert!(Config::load(Some(exposed), EMPTY).unwrap().check_production().is_ok());
+    }
+
+    #[test]
+    fn loopback_addresses() {
+        for yes in ["127.0.0.1:8081", "[::1]:8081", "localhost:8081"] {
+            assert!(is_loopback_listen(yes), "{yes}");
+        }
+        for no in ["0.0.0.0:8081", "[::]:8081", "10.0.0.2:8081", "node2:8081"] {
+            assert!(!is_loopback_listen(no), "{no}");
+        }
+        for yes in ["http://127.0.0.1:8081", "http://[::1]:8081/", "http://localhost"] {
+            assert!(is_loopback_url(yes), "{yes}");
+        }
+        for no in ["http://10.0.0.2:8081", "https://identity.internal", "http://[2001:db8::1]:1"] {
+            assert!(!is_loopback_url(no), "{no}");
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod media;
 pub mod notifications;
 pub mod paging;
 pub mod roles;
+pub mod trust;
 pub mod validation;
 
 pub use error::ErrorCode;

@@ -96,7 +96,27 @@ fn is_public_event_read(path: &str) -> bool {
 /// Whether a client-sent header could be mistaken for one the gateway sets.
 fn is_trusted_header(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    name.starts_with("x-user-") || name.starts_with("x-tenant-") || name.starts_with("x-internal-")
+    name.starts_with("x-user-")
+        || name.starts_with("x-tenant-")
+        || name.starts_with("x-internal-")
+        || name.starts_with("x-bilet-")
+}
+
+/// Sign-in and sign-up routes: always counted per client IP, token or not, so a valid token
+/// (anyone's) cannot lift a password guesser into the much larger per-user budget.
+fn is_sign_in(method: &Method, path: &str) -> bool {
+    method == Method::POST && path.starts_with("/api/v1/auth/") && is_public(method, path)
+        || method == Method::GET && path.trim_end_matches('/') == "/api/v1/auth/verify-email"
+}
+
+fn ambiguous_path(why: crate::paths::AmbiguousPath) -> Response {
+    ApiError::new(ErrorCode::ValidationError)
+        .with_text(domain::i18n::Text {
+            ru: "Путь запроса неоднозначен",
+            en: "The request path is ambiguous",
+        })
+        .with_details(serde_json::json!({"path": why.reason()}))
+        .into_response()
 }
 
 fn invalid_token() -> Response {
@@ -110,6 +130,11 @@ fn invalid_token() -> Response {
 
 /// Middleware of the gateway router.
 pub async fn authenticate(State(door): State<Door>, mut request: Request, next: Next) -> Response {
+    // One path for everything below: taken as it came, or refused when some reader could
+    // see another path in it.
+    if let Err(why) = crate::paths::check(request.uri().path()) {
+        return ambiguous_path(why);
+    }
     let spoofed: Vec<_> = request
         .headers()
         .keys()
@@ -170,6 +195,25 @@ pub async fn authenticate(State(door): State<Door>, mut request: Request, next: 
     count_and_answer(&door, request, user, &path, refusal, next).await
 }
 
+/// The client's IP budget: the peer, or the client a trusted proxy names.
+fn ip_bucket(door: &Door, request: &Request) -> Bucket {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    // Every X-Forwarded-For line counts: proxies may append a line instead of a hop.
+    let forwarded = request
+        .headers()
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
+    let forwarded = (!forwarded.is_empty()).then_some(forwarded.as_str());
+    Bucket::Public(client_ip(peer, forwarded, &door.trusted))
+}
+
 /// Applies the rate limit of the request's bucket, then answers with `refusal` or runs the
 /// request; every counted answer carries the limit headers.
 async fn count_and_answer(
@@ -187,20 +231,10 @@ async fn count_and_answer(
         };
     }
     let bucket = match user {
+        _ if is_sign_in(request.method(), path) => ip_bucket(door, &request),
         Some(user) if is_upload(request.method(), path) => Bucket::Upload(user),
         Some(user) => Bucket::User(user),
-        None => {
-            let peer = request
-                .extensions()
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|c| c.0.ip())
-                .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-            let forwarded = request
-                .headers()
-                .get("x-forwarded-for")
-                .and_then(|v| v.to_str().ok());
-            Bucket::Public(client_ip(peer, forwarded, &door.trusted))
-        }
+        None => ip_bucket(door, &request),
     };
     let decision = door.limiter.check(&bucket).await;
     let mut response = if !decision.allowed {
@@ -244,10 +278,30 @@ mod tests {
     }
 
     #[test]
+    fn sign_in_routes_are_known() {
+        for path in [
+            "/api/v1/auth/login",
+            "/api/v1/auth/register",
+            "/api/v1/auth/messenger",
+            "/api/v1/auth/forgot-password",
+            "/api/v1/auth/reset-password",
+            "/api/v1/auth/verify-email",
+            "/api/v1/auth/resend-verification",
+        ] {
+            assert!(is_sign_in(&Method::POST, path), "{path}");
+        }
+        assert!(is_sign_in(&Method::GET, "/api/v1/auth/verify-email"));
+        assert!(!is_sign_in(&Method::POST, "/api/v1/analytics/track"));
+        assert!(!is_sign_in(&Method::GET, "/api/v1/events"));
+        assert!(!is_sign_in(&Method::POST, "/api/v1/auth/change-password"));
+    }
+
+    #[test]
     fn trusted_header_prefixes() {
         assert!(is_trusted_header("X-User-Id"));
         assert!(is_trusted_header("x-tenant-id"));
         assert!(is_trusted_header("X-Internal-Call"));
+        assert!(is_trusted_header("X-Bilet-Assertion"));
         assert!(!is_trusted_header("x-correlation-id"));
     }
 }

@@ -17,11 +17,13 @@ pub mod metrics;
 pub mod notifications;
 pub mod openapi;
 pub mod paging;
+pub mod paths;
 pub mod proxy;
 pub mod ratelimit;
 pub mod router;
 pub mod state;
 pub mod tokens;
+pub mod trust;
 
 pub use error::ApiError;
 pub use state::AppState;

@@ -175,12 +175,15 @@ pub struct SendResponse {
     pub reason: Option<String>,
 }
 
-/// Queues a template message to one user. An `X-Idempotency-Key` (uuid) makes a repeat
-/// return the first message instead of queuing another.
+/// Queues a template message to one user; only other services may call it (a signed service
+/// assertion). An `X-Idempotency-Key` (uuid) makes a repeat return the first message instead
+/// of queuing another.
 #[utoipa::path(post, path = "/api/v1/notifications/send", tag = "notifications", request_body = SendRequest,
     responses((status = 202, body = SendResponse), (status = 200, body = SendResponse, description = "repeated key"),
-        (status = 400, body = crate::error::ErrorBody), (status = 503, body = crate::error::ErrorBody)))]
+        (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody),
+        (status = 403, body = crate::error::ErrorBody), (status = 503, body = crate::error::ErrorBody)))]
 pub async fn send(
+    _caller: crate::trust::ServiceCall,
     State(state): State<AppState>,
     headers: axum::http::HeaderMap,
     Json(body): Json<SendRequest>,

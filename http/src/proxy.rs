@@ -5,6 +5,7 @@
 use crate::conventions::{CORRELATION_ID, CorrelationId};
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::trust::Trust;
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
@@ -43,10 +44,17 @@ struct Upstream {
     client: reqwest::Client,
     base: Arc<str>,
     service: &'static str,
+    trust: Trust,
 }
 
-/// Routes forwarding every prefix of `service` to `base_url`.
-pub fn routes(service: Service, base_url: &str, timeout: Duration) -> Router<AppState> {
+/// Routes forwarding every prefix of `service` to `base_url`, each request signed as the
+/// gateway's.
+pub fn routes(
+    service: Service,
+    base_url: &str,
+    timeout: Duration,
+    trust: Trust,
+) -> Router<AppState> {
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(2))
         .timeout(timeout)
@@ -56,6 +64,7 @@ pub fn routes(service: Service, base_url: &str, timeout: Duration) -> Router<App
         client,
         base: base_url.trim_end_matches('/').into(),
         service: service.name(),
+        trust,
     };
     let mut router = Router::new();
     for prefix in prefixes(service) {
@@ -103,20 +112,36 @@ async fn forward(State(upstream): State<Upstream>, request: Request) -> Response
         .path_and_query()
         .map(|p| p.as_str())
         .unwrap_or("/");
-    let url = format!("{}{path}", upstream.base);
+    // The door accepted this path as unambiguous; the URL parser must leave it as it is, or
+    // the service would answer for another path than the one the door judged.
+    let url = match reqwest::Url::parse(&format!("{}{path}", upstream.base)) {
+        Ok(url) if url.path() == parts.uri.path() => url,
+        _ => {
+            return ApiError::new(ErrorCode::ValidationError)
+                .with_details(serde_json::json!({"path": "the path cannot be forwarded as it is"}))
+                .into_response();
+        }
+    };
     let Ok(body) = to_bytes(body, MAX_FORWARDED_BODY).await else {
         return ApiError::new(ErrorCode::PayloadTooLarge).into_response();
     };
-    let mut outgoing = upstream
+    let mut headers = axum::http::HeaderMap::new();
+    for (name, value) in parts.headers.iter().filter(|(n, _)| !hop_by_hop(n)) {
+        headers.append(name, value.clone());
+    }
+    if let Some(CorrelationId(id)) = parts.extensions.get::<CorrelationId>()
+        && let Ok(value) = HeaderValue::from_str(id)
+    {
+        headers.insert(CORRELATION_ID, value);
+    }
+    upstream
+        .trust
+        .sign(Service::Gateway, &parts.method, &url, &mut headers);
+    let outgoing = upstream
         .client
         .request(parts.method.clone(), url)
+        .headers(headers)
         .body(body);
-    for (name, value) in parts.headers.iter().filter(|(n, _)| !hop_by_hop(n)) {
-        outgoing = outgoing.header(name, value);
-    }
-    if let Some(CorrelationId(id)) = parts.extensions.get::<CorrelationId>() {
-        outgoing = outgoing.header(CORRELATION_ID, id.as_str());
-    }
     let reply = match outgoing.send().await {
         Ok(reply) => reply,
         Err(e) => return unavailable(upstream.service, &e),

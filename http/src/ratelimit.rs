@@ -130,7 +130,7 @@ impl RateLimiter {
     /// stop ticket sales) and the failure is logged.
     pub async fn check(&self, bucket: &Bucket) -> Decision {
         let (key, limit) = match bucket {
-            Bucket::Public(ip) => (format!("ip:{ip}"), self.public),
+            Bucket::Public(ip) => (format!("ip:{}", client_key(*ip)), self.public),
             Bucket::User(user) => (format!("user:{user}"), self.user),
             Bucket::Upload(user) => (format!("upload:{user}"), self.upload),
         };
@@ -153,6 +153,19 @@ impl RateLimiter {
                     reset_after,
                 }
             }
+        }
+    }
+}
+
+/// What an address is counted as: an IPv4 address itself, an IPv6 address by its /64 (one
+/// subscriber usually holds a whole /64, so counting single addresses would give them 2^64
+/// budgets).
+pub fn client_key(ip: IpAddr) -> String {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+            format!("{}/64", std::net::Ipv6Addr::from(prefix))
         }
     }
 }
@@ -265,6 +278,18 @@ mod tests {
             "the nearest untrusted hop, not a client-supplied first entry"
         );
         assert_eq!(client_ip(proxy, None, &trusted), proxy);
+    }
+
+    #[test]
+    fn ipv6_clients_count_per_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff:ffff:ffff:ffff".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(client_key(a), "2001:db8:1:2::/64");
+        assert_eq!(client_key(a), client_key(b));
+        assert_ne!(client_key(a), client_key(other));
+        assert_eq!(client_key("::ffff:1.2.3.4".parse().unwrap()), "1.2.3.4");
+        assert_eq!(client_key("1.2.3.4".parse().unwrap()), "1.2.3.4");
     }
 
     #[tokio::test]

@@ -59,9 +59,12 @@ fn finish(router: Router<AppState>, state: AppState, name: &'static str) -> Rout
     conventions::layers(router, body_limit)
 }
 
-/// The router a service listens with on its own port.
+/// The router a service listens with on its own port: it answers only requests signed by a
+/// gateway or another service of the cluster.
 pub fn service(service: Service, state: AppState) -> Router {
-    let router = conventions::fallbacks(operational_routes().merge(api_routes(service, &state)));
+    let trust = crate::trust::Trust::from_config(&state.config);
+    let router = conventions::fallbacks(operational_routes().merge(api_routes(service, &state)))
+        .layer(middleware::from_fn_with_state(trust, crate::trust::require));
     finish(router, state, service.name())
 }
 
@@ -70,11 +73,12 @@ pub fn service(service: Service, state: AppState) -> Router {
 pub fn gateway(state: AppState, door: Door, local: &[Service]) -> Router {
     let mut router = operational_routes().route("/api/v1/openapi.json", get(openapi::serve));
     let timeout = Duration::from_millis(state.config.gateway.forward_timeout_ms);
+    let trust = crate::trust::Trust::from_config(&state.config);
     for service in Service::ALL.into_iter().filter(|s| *s != Service::Gateway) {
         if local.contains(&service) {
             router = router.merge(api_routes(service, &state));
         } else if let Some(addr) = state.config.services.get(&service) {
-            router = router.merge(proxy::routes(service, &addr.url, timeout));
+            router = router.merge(proxy::routes(service, &addr.url, timeout, trust.clone()));
         }
     }
     // The door: applied inside the conventions so refusals carry correlation ids and speak

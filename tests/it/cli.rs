@@ -10,6 +10,8 @@ fn bilet(args: &[&str], env: &[(&str, &str)]) -> Output {
     for var in [
         "DATABASE_URL",
         "JWT_SECRET",
+        "SERVICE_SECRET",
+        "DATABASE_APP_PASSWORD",
         "BILET_MODE",
         "BROKER_URL",
         "BILET_DATA_DIR",
@@ -50,11 +52,18 @@ fn config_prints_effective_settings_with_secrets_masked() {
             ("STORAGE_SECRET_KEY", "s3-secret"),
             ("MESSENGER_BOT_TOKEN", "123:bot-token"),
             ("BILET__BROKER__MAX_ATTEMPTS", "7"),
+            ("SERVICE_SECRET", "service-very-secret"),
         ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let printed = text(&out.stdout);
-    for secret in ["jwt-very-secret", "pg-password", "s3-secret", "bot-token"] {
+    for secret in [
+        "jwt-very-secret",
+        "pg-password",
+        "s3-secret",
+        "bot-token",
+        "service-very-secret",
+    ] {
         assert!(!printed.contains(secret), "{secret} leaked:\n{printed}");
     }
     assert!(printed.contains("postgres://owner:****@db.example:5432/bilet"));
@@ -77,6 +86,97 @@ fn production_without_a_jwt_secret_refuses_to_start() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn production_refuses_weak_secrets_a_passwordless_role_and_unsigned_open_services() {
+    let dir = temp_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let exposed = std::path::Path::new(&dir).join("exposed.toml");
+    std::fs::write(
+        &exposed,
+        "mode = \"production\"\nnode = \"id\"\n[services.identity]\nlisten = \"0.0.0.0:8081\"\nurl = \"http://10.0.0.2:8081\"\n[[nodes]]\nname = \"id\"\nservices = [\"identity\"]\n",
+    )
+    .unwrap();
+    let exposed = exposed.display().to_string();
+    let strong = "0123456789abcdef0123456789abcdef";
+    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, Option<&str>)> = vec![
+        (
+            vec!["config"],
+            vec![
+                ("BILET_MODE", "production"),
+                ("JWT_SECRET", "short-secret"),
+                ("DATABASE_APP_PASSWORD", "pw"),
+            ],
+            Some("JWT_SECRET must be at least 32 bytes"),
+        ),
+        (
+            vec!["config"],
+            vec![("BILET_MODE", "production"), ("JWT_SECRET", strong)],
+            Some("DATABASE_APP_PASSWORD"),
+        ),
+        (
+            vec!["--config", &exposed, "config"],
+            vec![("JWT_SECRET", strong), ("DATABASE_APP_PASSWORD", "pw")],
+            Some("no SERVICE_SECRET"),
+        ),
+        (
+            vec!["--config", &exposed, "config"],
+            vec![
+                ("JWT_SECRET", strong),
+                ("DATABASE_APP_PASSWORD", "pw"),
+                ("SERVICE_SECRET", "tiny"),
+            ],
+            Some("SERVICE_SECRET must be at least 32 bytes"),
+        ),
+        (
+            vec!["--config", &exposed, "config"],
+            vec![
+                ("JWT_SECRET", strong),
+                ("DATABASE_APP_PASSWORD", "pw"),
+                ("SERVICE_SECRET", strong),
+            ],
+            None,
+        ),
+    ];
+    for (args, mut env, refusal) in cases {
+        env.push(("BILET_DATA_DIR", &dir));
+        let out = bilet(&args, &env);
+        match refusal {
+            Some(why) => {
+                assert!(!out.status.success(), "{args:?} {env:?} started");
+                assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
+            }
+            None => assert!(out.status.success(), "{}", text(&out.stderr)),
+        }
+    }
+}
+
+#[test]
+fn without_cluster_toml_every_service_listens_on_loopback() {
+    let dir = temp_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bilet"))
+        .arg("config")
+        .current_dir(&dir)
+        .env("BILET_DATA_DIR", &dir)
+        .env_remove("BILET_MODE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    let listens: Vec<&str> = printed
+        .lines()
+        .filter(|l| l.starts_with("listen = "))
+        .collect();
+    assert_eq!(listens.len(), 6, "{printed}");
+    assert!(
+        listens.iter().all(|l| l.contains("\"127.0.0.1:")),
+        "{listens:?}"
+    );
+    // A service secret was generated for this data directory, like the JWT secret.
+    let secret = std::fs::read_to_string(std::path::Path::new(&dir).join("service_secret")).unwrap();
+    assert!(secret.len() >= 32);
 }
 
 #[test]

@@ -271,6 +271,7 @@ data_dir = "{dir}"
 url = "{db}"
 [auth]
 jwt_secret = "test-secret-test-secret-test-secret"
+service_secret = "test-service-secret-test-service-secret"
 [redis]
 url = "{redis}"
 [gateway]
@@ -421,4 +422,109 @@ async fn refusals_at_the_door_count_against_the_ip_and_carry_the_headers() {
         "guessing runs into the limit"
     );
     node.stop().await;
+}
+
+#[tokio::test]
+async fn sign_in_routes_count_per_ip_even_with_a_token() {
+    let ctx = Ctx::with_config(|c| c.gateway.public_per_minute = 3).await;
+    let s = ctx.user().await;
+    // Sign-up and sign-in above already spent two of the IP's three; a valid token does not
+    // move login attempts into the user's budget.
+    let attempt = || {
+        ctx.post(
+            "/api/v1/auth/login",
+            Some(&s.access),
+            json!({"email": s.email, "password": "wrong-password-1"}),
+        )
+    };
+    let first = attempt().await;
+    assert_eq!(first.status, 401, "{}", first.body);
+    assert_eq!(first.body["code"], "invalid_credentials");
+    assert_eq!(first.headers["x-ratelimit-limit"], "3");
+    assert_eq!(first.headers["x-ratelimit-remaining"], "0");
+    let refused = attempt().await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.body["code"], "rate_limit_exceeded");
+    // The user's own budget is untouched: an authenticated route still answers.
+    let me = ctx.get("/api/v1/users/me", Some(&s.access)).await;
+    assert_eq!(me.status, 200);
+    assert_eq!(me.headers["x-ratelimit-limit"], "1000");
+}
+
+#[tokio::test]
+async fn ipv6_clients_count_per_64_and_every_forwarded_line_is_read() {
+    let t = TestDb::new().await;
+    let mut config = t.config.clone();
+    config.gateway.public_per_minute = 2;
+    config.gateway.trusted_proxies = vec!["127.0.0.1".into()];
+    // A clock that stands still: the run cannot straddle two rate-limit windows.
+    let clock = std::sync::Arc::new(domain::clock::ManualClock::new(chrono::Utc::now()));
+    let node = bilet::node::start_with_clock(config, clock).await.unwrap();
+    let base = format!("http://{}", node.addrs[&domain::config::Service::Gateway]);
+    let from = |lines: Vec<&'static str>| {
+        let mut request = reqwest::Client::new()
+            .post(format!("{base}/api/v1/auth/logout"))
+            .json(&json!({"refreshToken": "x"}));
+        for line in lines {
+            request = request.header("X-Forwarded-For", line);
+        }
+        send(request)
+    };
+    // Two addresses of one /64 share a budget.
+    assert_eq!(from(vec!["2001:db8:aa:1::1"]).await.status, 204);
+    assert_eq!(from(vec!["2001:db8:aa:1:ffff::2"]).await.status, 204);
+    let refused = from(vec!["2001:db8:aa:1:1234::9"]).await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.body["code"], "rate_limit_exceeded");
+    // Another /64 has its own.
+    assert_eq!(from(vec!["2001:db8:aa:2::1"]).await.status, 204);
+    // A client hiding behind a first header line: the nearest untrusted hop is on the last
+    // line, and it is the one counted (198.51.100.7 spends its budget, not 203.0.113.1's).
+    assert_eq!(from(vec!["203.0.113.1", "198.51.100.7"]).await.status, 204);
+    assert_eq!(from(vec!["203.0.113.2", "198.51.100.7"]).await.status, 204);
+    assert_eq!(
+        from(vec!["203.0.113.3", "198.51.100.7"]).await.status,
+        429,
+        "the second line is the client"
+    );
+    assert_eq!(from(vec!["203.0.113.1"]).await.status, 204);
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn ambiguous_paths_are_refused_before_anything_else() {
+    let ctx = Ctx::new().await;
+    let s = ctx.user().await;
+    let gateway = ctx.base.trim_start_matches("http://").to_string();
+    for target in [
+        "/api/v1/events/../notifications/send",
+        "/api/v1/events/%2e%2e/notifications/send",
+        "/api/v1/events/%2E%2e/notifications/send",
+        "/api/v1/notifications/./send",
+        "/api/v1/events%2f..%2fnotifications%2fsend",
+        "/api/v1//notifications/send",
+        "/api/v1/notifications/%73end",
+        "/api/v1/events/..%5cnotifications%5csend",
+    ] {
+        for token in [None, Some(s.access.as_str())] {
+            let (status, body) =
+                crate::doors::raw_request(&gateway, "POST", target, token, "{}").await;
+            assert_eq!(status, 400, "{target}: {body}");
+            assert_eq!(body["code"], "validation_error", "{target}");
+            assert!(body["details"]["path"].is_string(), "{target}: {body}");
+        }
+    }
+    // An ordinary path still works, and the literal internal route is hidden.
+    let (status, body) =
+        crate::doors::raw_request(&gateway, "GET", "/api/v1/users/me", Some(&s.access), "").await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = crate::doors::raw_request(
+        &gateway,
+        "POST",
+        "/api/v1/notifications/send",
+        Some(&s.access),
+        "{}",
+    )
+    .await;
+    assert_eq!(status, 404);
 }

@@ -36,8 +36,20 @@ async fn node_serves_health_metrics_and_openapi_on_every_port() {
     let closed = get(&format!("{gateway}/api/v1/nothing-here"), None).await;
     assert_eq!(closed.status, 401);
     assert_eq!(closed.body["code"], "unauthorized");
+    // A service's own port answers only signed requests: unsigned, even a missing route is
+    // 401; signed by the gateway, it is a plain 404.
     let identity = format!("http://{}", node.addrs[&Service::Identity]);
-    let missing = get(&format!("{identity}/api/v1/nothing-here"), None).await;
+    let unsigned = get(&format!("{identity}/api/v1/nothing-here"), None).await;
+    assert_eq!(unsigned.status, 401);
+    assert_eq!(unsigned.body["code"], "unauthorized");
+    let missing = crate::support::send(crate::support::signed(
+        &http,
+        reqwest::Method::GET,
+        &format!("{identity}/api/v1/nothing-here"),
+        Service::Gateway,
+        &[],
+    ))
+    .await;
     assert_eq!(missing.status, 404);
     assert_eq!(missing.body["code"], "not_found");
 

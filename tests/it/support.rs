@@ -97,9 +97,34 @@ pub fn test_config() -> Config {
     config.auth.jwt_secret = Some(domain::config::Secret::new(
         "test-secret-test-secret-test-secret",
     ));
+    config.auth.service_secret = Some(domain::config::Secret::new(SERVICE_SECRET));
     config.broker.retry_base_ms = 50;
     config.broker.relay_poll_ms = 200;
     config
+}
+
+/// The service secret of every test node and cluster.
+pub const SERVICE_SECRET: &str = "test-service-secret-test-service-secret";
+
+/// Signs a request to a service's own port as `signer` would (the gateway for client requests,
+/// another service for internal routes), with the identity headers given.
+pub fn signed(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    signer: domain::config::Service,
+    identity: &[(&str, &str)],
+) -> reqwest::RequestBuilder {
+    let mut headers = reqwest::header::HeaderMap::new();
+    for (name, value) in identity {
+        headers.insert(
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    let parsed = reqwest::Url::parse(url).unwrap();
+    http::trust::Trust::new(SERVICE_SECRET.as_bytes()).sign(signer, &method, &parsed, &mut headers);
+    client.request(method, parsed).headers(headers)
 }
 
 /// Polls `check` until it returns true or `seconds` pass.

@@ -18,6 +18,8 @@ fn env_or(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+const SERVICE_SECRET: &str = "bench-service-secret-bench-service-secret";
+
 fn config(db_url: &str) -> Config {
     let mut config = Config::default();
     for addr in config.services.values_mut() {
@@ -30,6 +32,8 @@ fn config(db_url: &str) -> Config {
     config.auth.jwt_secret = Some(domain::config::Secret::new(
         "bench-secret-bench-secret-bench",
     ));
+    // Both nodes of the run share it: the forwarding gateway signs what identity verifies.
+    config.auth.service_secret = Some(domain::config::Secret::new(SERVICE_SECRET));
     config.log.filter = "error".into();
     // The limiter still counts every request; its ceiling is lifted so the run measures the
     // work, not the refusals.
@@ -100,12 +104,28 @@ async fn main() -> anyhow::Result<()> {
             Arc::new(format!("{identity}/api/v1/users/me")),
             user.id.to_string(),
         );
+        let trust = http::trust::Trust::new(SERVICE_SECRET.as_bytes());
         move |_| {
-            let (client, url, user) = (client.clone(), url.clone(), user.clone());
+            let (client, url, user, trust) =
+                (client.clone(), url.clone(), user.clone(), trust.clone());
             async move {
+                // Signed as the gateway would: the service's own cost includes checking it.
+                let Ok(parsed) = reqwest::Url::parse(url.as_str()) else {
+                    return false;
+                };
+                let mut headers = reqwest::header::HeaderMap::new();
+                if let Ok(value) = user.parse() {
+                    headers.insert("x-user-id", value);
+                }
+                trust.sign(
+                    Service::Gateway,
+                    &reqwest::Method::GET,
+                    &parsed,
+                    &mut headers,
+                );
                 client
-                    .get(url.as_str())
-                    .header("X-User-Id", user)
+                    .get(parsed)
+                    .headers(headers)
                     .send()
                     .await
                     .is_ok_and(|r| r.status().is_success())

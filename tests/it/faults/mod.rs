@@ -103,7 +103,7 @@ fn serve(t: &TestDb, port: u16) -> Server {
     std::fs::write(
         &file,
         format!(
-            "data_dir = \"{}\"\n[database]\nurl = \"{}\"\n[auth]\njwt_secret = \"test-secret-test-secret-test-secret\"\n[gateway]\nuser_per_minute = 1000000\n[services.gateway]\nlisten = \"127.0.0.1:{port}\"\nurl = \"http://127.0.0.1:{port}\"\n{services}",
+            "data_dir = \"{}\"\n[database]\nurl = \"{}\"\n[auth]\njwt_secret = \"test-secret-test-secret-test-secret\"\nservice_secret = \"test-service-secret-test-service-secret\"\n[gateway]\nuser_per_minute = 1000000\n[services.gateway]\nlisten = \"127.0.0.1:{port}\"\nurl = \"http://127.0.0.1:{port}\"\n{services}",
             dir.display(),
             t.url
         ),

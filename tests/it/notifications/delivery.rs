@@ -479,17 +479,24 @@ async fn the_send_endpoint_is_internal_refuses_bad_input_and_replays_keys() {
         "{}/api/v1/notifications/send",
         ctx.service_url(Service::Notifications)
     );
+    let as_service = || {
+        crate::support::signed(
+            &ctx.http,
+            reqwest::Method::POST,
+            &url,
+            Service::Events,
+            &[],
+        )
+    };
     let r = send(
-        ctx.http
-            .post(&url)
+        as_service()
             .header("content-type", "text/plain")
             .body("hi"),
     )
     .await;
     assert_eq!(r.status, 415);
     let r = send(
-        ctx.http
-            .post(&url)
+        as_service()
             .header("content-type", "application/json")
             .body("{\"userId\":"),
     )

@@ -50,15 +50,21 @@ pub async fn linked(ctx: &Ctx, telegram: &FakeTelegram, user: &Session, chat: i6
     assert_eq!(got.len(), before + 1, "the bot welcomed chat {chat}");
 }
 
-/// `POST /api/v1/notifications/send` on the notification service's own port.
+/// `POST /api/v1/notifications/send` on the notification service's own port, signed as the
+/// event service's call.
 pub async fn send_direct(ctx: &Ctx, body: Value, key: Option<&str>) -> crate::support::Reply {
-    let mut request = ctx
-        .http
-        .post(format!(
-            "{}/api/v1/notifications/send",
-            ctx.service_url(Service::Notifications)
-        ))
-        .header("Accept-Language", "en")
+    let url = format!(
+        "{}/api/v1/notifications/send",
+        ctx.service_url(Service::Notifications)
+    );
+    let mut request = crate::support::signed(
+        &ctx.http,
+        reqwest::Method::POST,
+        &url,
+        Service::Events,
+        &[],
+    )
+    .header("Accept-Language", "en")
         .json(&body);
     if let Some(key) = key {
         request = request.header("X-Idempotency-Key", key);

@@ -92,6 +92,7 @@ api_url = "{telegram}"
 poll_timeout_secs = 1
 [auth]
 jwt_secret = "test-secret-test-secret-test-secret"
+service_secret = "test-service-secret-test-service-secret"
 bcrypt_cost = 4
 [gateway]
 user_per_minute = 1000000

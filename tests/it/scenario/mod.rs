@@ -146,14 +146,9 @@ fn cover_jpeg() -> Vec<u8> {
     out.into_inner()
 }
 
-/// Runs the scenario; chats 1..=6 are used from `chat_base`.
-pub async fn run(p: &Platform, chat_base: i64) -> Outcome {
-    // An organizer asks for an organization; an administrator approves; the organizer creates it.
-    let mut organizer = p.user("Olga").await;
-    let admin = p.user("Adam").await;
-    storage::identity::admins::grant(&p.db, &admin.email)
-        .await
-        .unwrap();
+/// `admin` (an administrator, granted already) approves `organizer`'s request for an
+/// organization, which the organizer then creates: its id.
+pub async fn organization(p: &Platform, admin: &Session, organizer: &Session) -> String {
     let admin_token = p
         .post(
             "/api/v1/auth/login",
@@ -188,7 +183,18 @@ pub async fn run(p: &Platform, chat_base: i64) -> Outcome {
         .post_empty("/api/v1/organizations", &organizer.access)
         .await;
     assert_eq!(org.status, 201, "{}", org.body);
-    let org = org.body["id"].as_str().unwrap().to_string();
+    org.body["id"].as_str().unwrap().to_string()
+}
+
+/// Runs the scenario; chats 1..=6 are used from `chat_base`.
+pub async fn run(p: &Platform, chat_base: i64) -> Outcome {
+    // An organizer asks for an organization; an administrator approves; the organizer creates it.
+    let mut organizer = p.user("Olga").await;
+    let admin = p.user("Adam").await;
+    storage::identity::admins::grant(&p.db, &admin.email)
+        .await
+        .unwrap();
+    let org = organization(p, &admin, &organizer).await;
     organizer.access = p.switch(&organizer, &org).await;
 
     // A moderator accepts the invite in the bot.
