@@ -76,7 +76,18 @@ pub async fn start(config: Config) -> anyhow::Result<Node> {
 }
 
 /// Starts the node with a given clock (tests move time with a manual one).
-pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Node> {
+pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Node> {
+    if config
+        .auth
+        .service_secret
+        .as_ref()
+        .is_none_or(|s| s.expose().is_empty())
+    {
+        // A configuration built without `bilet serve`'s loading (tests, embedding): a secret
+        // of this process alone, shared by its gateway and services.
+        let bytes: [u8; 32] = rand::random();
+        config.auth.service_secret = Some(domain::config::Secret::new(hex_encode(&bytes)));
+    }
     let node_config = config.current_node()?.clone();
     let app_password = config
         .database
@@ -187,6 +198,24 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             })
             .await
             .context("cannot subscribe the media service's consumer")?;
+    }
+    if node_config.services.contains(&Service::Identity) {
+        use storage::identity::mail_consumer;
+        broker
+            .subscribe(Subscription {
+                consumer: mail_consumer::CONSUMER.into(),
+                patterns: mail_consumer::PATTERNS
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect(),
+                handler: Arc::new(mail_consumer::MailSender::new(
+                    db.clone(),
+                    state.mailer.clone(),
+                    &config.http.public_url,
+                )),
+            })
+            .await
+            .context("cannot subscribe the identity service's mail consumer")?;
     }
     if let Some(parts) = &state.notifications {
         broker
@@ -310,7 +339,15 @@ pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::
             db: state.db.clone(),
             telegram: parts.telegram.clone(),
             queue: parts.queue.clone(),
-            invites: messenger::invites::Invites::new(&identity),
+            invites: messenger::invites::Invites::new(
+                &identity,
+                config
+                    .auth
+                    .service_secret
+                    .as_ref()
+                    .map(|s| s.expose().as_bytes())
+                    .unwrap_or_default(),
+            ),
             clock: state.clock.clone(),
             username: config.messenger.bot_username.trim().to_string(),
             poll_timeout: config.messenger.poll_timeout_secs,
@@ -513,6 +550,10 @@ async fn hourly_cleanup(state: AppState, mut stop: watch::Receiver<bool>) {
             tracing::warn!(error = %e, "seat request cleanup failed");
         }
     }
+}
+
+fn hex_encode(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 async fn wait_for_signal() {

@@ -61,10 +61,11 @@ impl ExportRow {
     }
 }
 
-/// A CSV field: quoted when needed, and a leading `=`, `+`, `-` or `@` neutralised so a
-/// spreadsheet does not run client-supplied text as a formula.
+/// A CSV field: quoted when needed, and a leading `=`, `+`, `-`, `@`, tab or carriage return
+/// neutralised so a spreadsheet does not run client-supplied text as a formula (spreadsheets
+/// skip a leading tab or carriage return and then read the formula behind it).
 pub fn csv_field(value: &str) -> String {
-    let value = if value.starts_with(['=', '+', '-', '@']) {
+    let value = if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{value}")
     } else {
         value.to_string()
@@ -178,5 +179,12 @@ mod tests {
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(csv_field("=HYPERLINK(1)"), "'=HYPERLINK(1)");
         assert_eq!(csv_field("-1,2"), "\"'-1,2\"");
+    }
+
+    #[test]
+    fn leading_tab_and_carriage_return_are_neutralised() {
+        assert_eq!(csv_field("\t=1+1"), "'\t=1+1");
+        assert_eq!(csv_field("\r=1+1"), "\"'\r=1+1\"");
+        assert_eq!(csv_field("a\tb"), "a\tb", "only a leading tab counts");
     }
 }

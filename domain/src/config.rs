@@ -771,7 +771,9 @@ mod tests {
         assert_eq!(c.mode, Mode::Development);
         assert!(Service::ALL.iter().all(|s| c.runs(*s)));
         assert!(
-            c.services.values().all(|a| a.listen.starts_with("127.0.0.1:")),
+            c.services
+                .values()
+                .all(|a| a.listen.starts_with("127.0.0.1:")),
             "without cluster.toml nothing listens beyond loopback"
         );
         assert!(!c.services_leave_loopback());
@@ -824,7 +826,10 @@ mod tests {
             ("DATABASE_APP_PASSWORD", "pw"),
         ];
         let c = Config::load(None, good).unwrap();
-        assert!(c.check_production().is_ok(), "all on loopback: no service secret needed");
+        assert!(
+            c.check_production().is_ok(),
+            "all on loopback: no service secret needed"
+        );
 
         let short_jwt = [
             ("BILET_MODE", "production"),
@@ -839,10 +844,16 @@ mod tests {
             ("JWT_SECRET", "0123456789abcdef0123456789abcdef"),
         ];
         let err = Config::load(None, no_password).unwrap().check_production();
-        assert!(err.unwrap_err().to_string().contains("DATABASE_APP_PASSWORD"));
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("DATABASE_APP_PASSWORD")
+        );
 
         let exposed = "node = \"id\"\n[services.identity]\nlisten = \"0.0.0.0:8081\"\nurl = \"http://10.0.0.2:8081\"\n[[nodes]]\nname = \"id\"\nservices = [\"identity\"]\n";
-        let err = Config::load(Some(exposed), good).unwrap().check_production();
+        let err = Config::load(Some(exposed), good)
+            .unwrap()
+            .check_production();
         assert!(err.unwrap_err().to_string().contains("SERVICE_SECRET"));
         let mut with_secret = good.to_vec();
         with_secret.push(("SERVICE_SECRET", "fedcba9876543210fedcba9876543210"));
@@ -861,7 +872,12 @@ mod tests {
                 .is_err()
         );
         // Development starts whatever it is given.
-        assert!(Config::load(Some(exposed), EMPTY).unwrap().check_production().is_ok());
+        assert!(
+            Config::load(Some(exposed), EMPTY)
+                .unwrap()
+                .check_production()
+                .is_ok()
+        );
     }
 
     #[test]
@@ -872,10 +888,18 @@ mod tests {
         for no in ["0.0.0.0:8081", "[::]:8081", "10.0.0.2:8081", "node2:8081"] {
             assert!(!is_loopback_listen(no), "{no}");
         }
-        for yes in ["http://127.0.0.1:8081", "http://[::1]:8081/", "http://localhost"] {
+        for yes in [
+            "http://127.0.0.1:8081",
+            "http://[::1]:8081/",
+            "http://localhost",
+        ] {
             assert!(is_loopback_url(yes), "{yes}");
         }
-        for no in ["http://10.0.0.2:8081", "https://identity.internal", "http://[2001:db8::1]:1"] {
+        for no in [
+            "http://10.0.0.2:8081",
+            "https://identity.internal",
+            "http://[2001:db8::1]:1",
+        ] {
             assert!(!is_loopback_url(no), "{no}");
         }
     }

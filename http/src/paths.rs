@@ -135,13 +135,28 @@ mod tests {
         let refused = [
             ("api/v1/events", AmbiguousPath::NotAbsolute),
             ("", AmbiguousPath::NotAbsolute),
-            ("/api/v1/events/../notifications/send", AmbiguousPath::DotSegment),
+            (
+                "/api/v1/events/../notifications/send",
+                AmbiguousPath::DotSegment,
+            ),
             ("/api/v1/events/./x", AmbiguousPath::DotSegment),
             ("/api/v1/events/..", AmbiguousPath::DotSegment),
-            ("/api/v1/events/%2e%2e/notifications/send", AmbiguousPath::DotSegment),
-            ("/api/v1/events/%2E./notifications/send", AmbiguousPath::DotSegment),
-            ("/api/v1/events/.%2e/notifications/send", AmbiguousPath::DotSegment),
-            ("/api/v1/events%2f..%2fnotifications/send", AmbiguousPath::Escape),
+            (
+                "/api/v1/events/%2e%2e/notifications/send",
+                AmbiguousPath::DotSegment,
+            ),
+            (
+                "/api/v1/events/%2E./notifications/send",
+                AmbiguousPath::DotSegment,
+            ),
+            (
+                "/api/v1/events/.%2e/notifications/send",
+                AmbiguousPath::DotSegment,
+            ),
+            (
+                "/api/v1/events%2f..%2fnotifications/send",
+                AmbiguousPath::Escape,
+            ),
             ("/api/v1/events%2F1", AmbiguousPath::Escape),
             ("/api/v1//events", AmbiguousPath::EmptySegment),
             ("//api/v1/events", AmbiguousPath::EmptySegment),

@@ -45,14 +45,25 @@ impl Trust {
 
     /// Adds the assertion `signer` gives for a request to `url` with `headers` (the identity
     /// headers it carries are part of what is signed).
-    pub fn sign(&self, signer: Service, method: &Method, url: &reqwest::Url, headers: &mut HeaderMap) {
+    pub fn sign(
+        &self,
+        signer: Service,
+        method: &Method,
+        url: &reqwest::Url,
+        headers: &mut HeaderMap,
+    ) {
         let target = match url.query() {
             Some(query) => format!("{}?{query}", url.path()),
             None => url.path().to_string(),
         };
         let value = {
             let request = described(method, &target, headers);
-            trust::sign(&self.secret, signer, chrono::Utc::now().timestamp(), &request)
+            trust::sign(
+                &self.secret,
+                signer,
+                chrono::Utc::now().timestamp(),
+                &request,
+            )
         };
         if let Ok(value) = HeaderValue::from_str(&value) {
             headers.insert(trust::HEADER, value);
@@ -91,7 +102,11 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
-fn described<'a>(method: &'a Method, target: &'a str, headers: &'a HeaderMap) -> trust::Request<'a> {
+fn described<'a>(
+    method: &'a Method,
+    target: &'a str,
+    headers: &'a HeaderMap,
+) -> trust::Request<'a> {
     trust::Request {
         method: method.as_str(),
         target,

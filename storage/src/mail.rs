@@ -1,9 +1,16 @@
 //! Outgoing mail (address verification and password reset only). SMTP when `smtp.url` is
 //! set; otherwise each message is written as an `.eml` file under the data directory.
+//! Mail is sent by the identity service's mail consumer (`identity::mail_consumer`), which
+//! retries what failed for a reason that may pass (`MailError::is_temporary`).
 
 use lettre::message::{Mailbox, Message, header::ContentType};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long one SMTP exchange may take. The consumer holds its inbox claim (a database
+/// transaction) while sending, so a relay that stops answering must not hold it for long.
+const SMTP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Why a mail could not be sent.
 #[derive(Debug, thiserror::Error)]
@@ -11,12 +18,32 @@ pub enum MailError {
     /// An address or the message is malformed.
     #[error("invalid mail: {0}")]
     Invalid(String),
-    /// The SMTP server refused or did not answer.
-    #[error("smtp: {0}")]
-    Smtp(String),
+    /// The SMTP server could not be reached, did not answer in time or asked to try later
+    /// (4xx).
+    #[error("smtp unavailable: {0}")]
+    Unavailable(String),
+    /// The SMTP server refused the mail for good (5xx).
+    #[error("smtp refused: {0}")]
+    Rejected(String),
     /// The mail file could not be written.
     #[error("mail file: {0}")]
     File(#[from] std::io::Error),
+}
+
+impl MailError {
+    /// Whether sending the same mail again later may succeed: the server was down or busy, or
+    /// the disk was. A malformed or refused mail fails the same way every time.
+    pub fn is_temporary(&self) -> bool {
+        matches!(self, MailError::Unavailable(_) | MailError::File(_))
+    }
+}
+
+fn smtp_error(error: lettre::transport::smtp::Error) -> MailError {
+    if error.is_permanent() || error.is_client() {
+        MailError::Rejected(error.to_string())
+    } else {
+        MailError::Unavailable(error.to_string())
+    }
 }
 
 /// A plain-text mail.
@@ -72,14 +99,15 @@ impl Mailer {
             .map_err(|e| MailError::Invalid(e.to_string()))?;
         match &self.transport {
             Transport::Smtp(smtp) => {
-                smtp.send(message)
-                    .await
-                    .map_err(|e| MailError::Smtp(e.to_string()))?;
+                smtp.send(message).await.map_err(smtp_error)?;
             }
             Transport::Files(dir) => {
                 tokio::fs::create_dir_all(dir).await?;
-                let path = dir.join(format!("{}.eml", uuid::Uuid::now_v7()));
-                tokio::fs::write(path, message.formatted()).await?;
+                // Written aside and renamed, so a reader of the folder never sees half a mail.
+                let name = uuid::Uuid::now_v7();
+                let partial = dir.join(format!(".{name}.eml.tmp"));
+                tokio::fs::write(&partial, message.formatted()).await?;
+                tokio::fs::rename(&partial, dir.join(format!("{name}.eml"))).await?;
             }
         }
         Ok(())
@@ -108,7 +136,9 @@ fn smtp_transport(url: &str) -> Result<AsyncSmtpTransport<Tokio1Executor>, MailE
     if host.is_empty() {
         return Err(invalid());
     }
-    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host).port(port);
+    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
+        .port(port)
+        .timeout(Some(SMTP_TIMEOUT));
     if let Some(creds) = credentials {
         let (user, password) = creds.split_once(':').unwrap_or((creds, ""));
         builder = builder.credentials(lettre::transport::smtp::authentication::Credentials::new(

@@ -100,7 +100,9 @@ fn production_refuses_weak_secrets_a_passwordless_role_and_unsigned_open_service
     .unwrap();
     let exposed = exposed.display().to_string();
     let strong = "0123456789abcdef0123456789abcdef";
-    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, Option<&str>)> = vec![
+    // (arguments, environment, the refusal expected or None for a start)
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, Option<&'a str>);
+    let cases: Vec<Case> = vec![
         (
             vec!["config"],
             vec![
@@ -175,7 +177,8 @@ fn without_cluster_toml_every_service_listens_on_loopback() {
         "{listens:?}"
     );
     // A service secret was generated for this data directory, like the JWT secret.
-    let secret = std::fs::read_to_string(std::path::Path::new(&dir).join("service_secret")).unwrap();
+    let secret =
+        std::fs::read_to_string(std::path::Path::new(&dir).join("service_secret")).unwrap();
     assert!(secret.len() >= 32);
 }
 

@@ -61,7 +61,10 @@ pub async fn raw_with_headers(
     } else {
         payload.to_string()
     };
-    (status, serde_json::from_str(&payload).unwrap_or(Value::Null))
+    (
+        status,
+        serde_json::from_str(&payload).unwrap_or(Value::Null),
+    )
 }
 
 fn dechunk(mut rest: &str) -> String {
@@ -139,7 +142,11 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
     let telegram = FakeTelegram::start().await;
     let cluster = Cluster::start(&t, &telegram).await;
     let platform = cluster.platform(&t, telegram).await;
-    let host = |service: &str| cluster.urls[service].trim_start_matches("http://").to_string();
+    let host = |service: &str| {
+        cluster.urls[service]
+            .trim_start_matches("http://")
+            .to_string()
+    };
     let gateway = host("gateway");
 
     // An organization owner, and an attacker with an ordinary account.
@@ -227,12 +234,20 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
             }
         };
         // a) forged identity headers, no assertion
-        let mut r = http.request(method.clone(), &url).header("Accept-Language", "en");
+        let mut r = http
+            .request(method.clone(), &url)
+            .header("Accept-Language", "en");
         for (name, value) in forged_identity {
             r = r.header(name, value);
         }
         let reply = send(with_body(r)).await;
-        assert_clear_refusal(&format!("{what} unsigned"), reply.status, &reply.body, 401, "unauthorized");
+        assert_clear_refusal(
+            &format!("{what} unsigned"),
+            reply.status,
+            &reply.body,
+            401,
+            "unauthorized",
+        );
         assert_eq!(reply.body["details"]["reason"], "no service assertion");
         // b) a made-up assertion
         let mut r = http
@@ -243,7 +258,13 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
             r = r.header(name, value);
         }
         let reply = send(with_body(r)).await;
-        assert_clear_refusal(&format!("{what} made up"), reply.status, &reply.body, 401, "unauthorized");
+        assert_clear_refusal(
+            &format!("{what} made up"),
+            reply.status,
+            &reply.body,
+            401,
+            "unauthorized",
+        );
         // c) signed with another secret
         let parsed = reqwest::Url::parse(&url).unwrap();
         let mut headers = reqwest::header::HeaderMap::new();
@@ -257,8 +278,17 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
                 .header("Accept-Language", "en"),
         ))
         .await;
-        assert_clear_refusal(&format!("{what} other secret"), reply.status, &reply.body, 401, "unauthorized");
-        assert_eq!(reply.body["details"]["reason"], "service assertion does not match the request");
+        assert_clear_refusal(
+            &format!("{what} other secret"),
+            reply.status,
+            &reply.body,
+            401,
+            "unauthorized",
+        );
+        assert_eq!(
+            reply.body["details"]["reason"],
+            "service assertion does not match the request"
+        );
         // d) the right secret, two minutes old
         let target = match parsed.query() {
             Some(q) => format!("{}?{q}", parsed.path()),
@@ -284,7 +314,13 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
             r = r.header(name, value);
         }
         let reply = send(with_body(r)).await;
-        assert_clear_refusal(&format!("{what} stale"), reply.status, &reply.body, 401, "unauthorized");
+        assert_clear_refusal(
+            &format!("{what} stale"),
+            reply.status,
+            &reply.body,
+            401,
+            "unauthorized",
+        );
         assert_eq!(reply.body["details"]["reason"], "stale service assertion");
         // e) a genuine assertion of the attacker's own request, replayed with the owner's
         //    identity (roles raised, user swapped)
@@ -305,7 +341,13 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
             r = r.header(name, value);
         }
         let reply = send(with_body(r)).await;
-        assert_clear_refusal(&format!("{what} replayed"), reply.status, &reply.body, 401, "unauthorized");
+        assert_clear_refusal(
+            &format!("{what} replayed"),
+            reply.status,
+            &reply.body,
+            401,
+            "unauthorized",
+        );
         // f) the same assertion for another path of the same service
         let other = format!("{}/api/v1/nothing?{}", cluster.urls[service], "x=1");
         let reply = send(
@@ -315,7 +357,13 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
                 .header("X-User-Id", attacker.user_id.as_str()),
         )
         .await;
-        assert_clear_refusal(&format!("{what} other path"), reply.status, &reply.body, 401, "unauthorized");
+        assert_clear_refusal(
+            &format!("{what} other path"),
+            reply.status,
+            &reply.body,
+            401,
+            "unauthorized",
+        );
         // g) dot segments straight at the service port
         let (status, body) = raw_with_headers(
             &host(service),
@@ -326,7 +374,13 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
             "{}",
         )
         .await;
-        assert_clear_refusal(&format!("{service} dot segments"), status, &body, 401, "unauthorized");
+        assert_clear_refusal(
+            &format!("{service} dot segments"),
+            status,
+            &body,
+            401,
+            "unauthorized",
+        );
         tried += 7;
     }
 
@@ -340,11 +394,20 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
         "",
     )
     .await;
-    assert_clear_refusal("switch with a forged user", status, &body, 401, "unauthorized");
+    assert_clear_refusal(
+        "switch with a forged user",
+        status,
+        &body,
+        401,
+        "unauthorized",
+    );
     assert!(body.get("accessToken").is_none());
 
     // 4. Internal routes need a service's signature: a gateway's is not enough.
-    let send_url = format!("{}/api/v1/notifications/send", cluster.urls["notifications"]);
+    let send_url = format!(
+        "{}/api/v1/notifications/send",
+        cluster.urls["notifications"]
+    );
     let payload = json!({"userId": attacker.user_id, "template": "event.cancelled",
         "variables": {"eventTitle": "Fake", "eventDate": "now"}});
     let as_gateway = send(
@@ -359,9 +422,22 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
         .json(&payload),
     )
     .await;
-    assert_clear_refusal("send signed by a gateway", as_gateway.status, &as_gateway.body, 403, "forbidden");
+    assert_clear_refusal(
+        "send signed by a gateway",
+        as_gateway.status,
+        &as_gateway.body,
+        403,
+        "forbidden",
+    );
     let as_service = send(
-        signed(&http, reqwest::Method::POST, &send_url, Service::Events, &[]).json(&payload),
+        signed(
+            &http,
+            reqwest::Method::POST,
+            &send_url,
+            Service::Events,
+            &[],
+        )
+        .json(&payload),
     )
     .await;
     assert_eq!(as_service.status, 202, "a service may: {}", as_service.body);

@@ -248,16 +248,8 @@ impl Drop for Process {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn gateway_process(t: &TestDb, identity_url: &str, prefix: &str) -> (Process, String) {
-    let port = free_port();
+    let port = crate::support::free_port();
     let dir = std::env::temp_dir().join(format!("bilet-gw-{}", uuid::Uuid::now_v7().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("cluster.toml");

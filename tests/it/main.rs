@@ -3,8 +3,10 @@
 
 mod abuse;
 mod analytics;
+mod attachments;
 mod cli;
 mod conventions;
+mod doors;
 mod events;
 mod fake_telegram;
 mod faults;

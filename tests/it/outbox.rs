@@ -284,3 +284,93 @@ pub fn counts(ids: &[EventId]) -> HashMap<EventId, usize> {
     }
     counts
 }
+
+/// A broker that refuses every publish until it is healthy, counting the attempts.
+#[derive(Default)]
+struct Outage {
+    attempts: AtomicUsize,
+    healthy: AtomicBool,
+    published: Mutex<Vec<EventId>>,
+}
+
+#[async_trait]
+impl Broker for Outage {
+    async fn publish(&self, events: &[Envelope]) -> Result<(), storage::broker::PublishError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        if !self.healthy.load(Ordering::SeqCst) {
+            return Err(storage::broker::PublishError {
+                confirmed: 0,
+                reason: "broker down".into(),
+            });
+        }
+        self.published
+            .lock()
+            .unwrap()
+            .extend(events.iter().map(|e| e.id));
+        Ok(())
+    }
+
+    async fn subscribe(&self, _: Subscription) -> Result<(), storage::broker::BrokerError> {
+        Ok(())
+    }
+
+    async fn ready(&self) -> bool {
+        self.healthy.load(Ordering::SeqCst)
+    }
+
+    async fn dead_letters(
+        &self,
+        _: Option<&str>,
+    ) -> Result<Vec<storage::broker::DeadLetter>, storage::broker::BrokerError> {
+        Ok(Vec::new())
+    }
+
+    async fn replay(&self, _: &str) -> Result<usize, storage::broker::BrokerError> {
+        Ok(0)
+    }
+}
+
+#[tokio::test]
+async fn relay_backs_off_during_an_outage_whatever_the_notifications() {
+    let t = TestDb::new().await;
+    let broker = Arc::new(Outage::default());
+    let relay = start_relay(&t, broker.clone());
+    // Three seconds of commits, each with its NOTIFY, while the broker refuses everything.
+    let started = tokio::time::Instant::now();
+    let mut written = 0;
+    while started.elapsed() < Duration::from_secs(3) {
+        write_event(&t, "test.outage", true).await;
+        written += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let attempts = broker.attempts.load(Ordering::SeqCst);
+    // Backoff of 250 ms, 500 ms, 1 s, 2 s: about four tries, where waking on every NOTIFY
+    // made one per commit (some sixty).
+    assert!(
+        (2..=6).contains(&attempts),
+        "{attempts} publish attempts during 3 s of outage ({written} commits)"
+    );
+
+    // Back up: everything goes out at the end of the current backoff.
+    broker.healthy.store(true, Ordering::SeqCst);
+    assert!(
+        eventually(10, || async {
+            broker.published.lock().unwrap().len() == written
+        })
+        .await,
+        "the backlog is published once the broker is back"
+    );
+    // A success resets the backoff: in the next outage the first retry comes after 250 ms
+    // again, not after the seconds the outage above had grown it to.
+    broker.healthy.store(false, Ordering::SeqCst);
+    let before = broker.attempts.load(Ordering::SeqCst);
+    write_event(&t, "test.again", true).await;
+    assert!(
+        eventually(2, || async {
+            broker.attempts.load(Ordering::SeqCst) >= before + 2
+        })
+        .await,
+        "a quick first retry after the backoff was reset"
+    );
+    relay.stop().await;
+}

@@ -103,6 +103,15 @@ pub fn test_config() -> Config {
     config
 }
 
+/// A port no one listens on right now, for processes started by a test.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// The service secret of every test node and cluster.
 pub const SERVICE_SECRET: &str = "test-service-secret-test-service-secret";
 

@@ -65,6 +65,23 @@ pub fn is_time_zone(name: &str) -> bool {
             .is_some_and(|c| c.is_ascii_uppercase())
 }
 
+/// The earliest start accepted: 2000-01-01T00:00:00Z. Nothing bilet sells happened before
+/// it; an earlier date is a typo or a client sending a zero timestamp.
+pub const EARLIEST_START: DateTime<Utc> = DateTime::from_timestamp_nanos(946_684_800_000_000_000);
+
+/// The start is not before the year 2000.
+pub fn check_start(errors: &mut FieldErrors, starts_at: DateTime<Utc>) {
+    if starts_at < EARLIEST_START {
+        errors.add(
+            "startsAt",
+            FieldError::Invalid(Text {
+                ru: "Начало не может быть раньше 2000 года",
+                en: "The start cannot be before the year 2000",
+            }),
+        );
+    }
+}
+
 /// The end, when given, is after the start.
 pub fn check_times(
     errors: &mut FieldErrors,
@@ -178,6 +195,21 @@ mod tests {
         assert!(
             !is_time_zone("moscow") && !is_time_zone("Europe/") && !is_time_zone("../etc/passwd")
         );
+    }
+
+    #[test]
+    fn events_start_in_2000_or_later() {
+        let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+        assert_eq!(EARLIEST_START, at("2000-01-01T00:00:00Z"));
+        let mut e = FieldErrors::new();
+        check_start(&mut e, at("2000-01-01T00:00:00Z"));
+        check_start(&mut e, at("2031-06-01T18:00:00Z"));
+        assert!(e.is_empty());
+        check_start(&mut e, at("1999-12-31T23:59:59Z"));
+        assert!(e.get("startsAt").is_some());
+        let mut e = FieldErrors::new();
+        check_start(&mut e, DateTime::UNIX_EPOCH);
+        assert!(e.get("startsAt").is_some());
     }
 
     #[test]

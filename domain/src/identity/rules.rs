@@ -80,9 +80,69 @@ pub fn check_name(errors: &mut FieldErrors, field: &str, name: &str) {
     }
 }
 
+/// An organization's logo URL: empty (no logo URL) or an http(s) URL with a host, at most 500
+/// characters. Other schemes (`javascript:`, `data:`, `ftp:`) are refused because clients put
+/// the value straight into an `<img src>` or a link.
+pub fn check_logo_url(errors: &mut FieldErrors, field: &str, url: &str) {
+    if url.chars().count() > 500 {
+        errors.add(field, FieldError::TooLong { max: 500 });
+        return;
+    }
+    if url.is_empty() {
+        return;
+    }
+    let rest = ["https://", "http://"].iter().find_map(|scheme| {
+        url.get(..scheme.len())
+            .filter(|head| head.eq_ignore_ascii_case(scheme))
+            .map(|_| &url[scheme.len()..])
+    });
+    let valid = rest.is_some_and(|rest| {
+        !rest.is_empty()
+            && !rest.starts_with(['/', '?', '#'])
+            && !url.chars().any(|c| c.is_whitespace() || c.is_control())
+    });
+    if !valid {
+        errors.add(
+            field,
+            FieldError::Invalid(Text {
+                ru: "Нужен адрес http:// или https://",
+                en: "An http:// or https:// URL is required",
+            }),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logo_urls_are_http_or_https() {
+        let ok = |u: &str| {
+            let mut e = FieldErrors::new();
+            check_logo_url(&mut e, "logoUrl", u);
+            e.is_empty()
+        };
+        assert!(ok("https://example.com/logo.png"));
+        assert!(ok("HTTP://example.com"));
+        assert!(ok(""), "empty removes the logo URL");
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "data:image/png;base64,AAAA",
+            "ftp://example.com/logo.png",
+            "//example.com/logo.png",
+            "https://",
+            "https:///path",
+            "https://exa mple.com",
+            "https://example.com/\n",
+            " https://example.com",
+            "logo.png",
+        ] {
+            assert!(!ok(bad), "{bad:?} should be refused");
+        }
+        assert!(!ok(&format!("https://example.com/{}", "a".repeat(500))));
+    }
 
     fn password_ok(p: &str) -> bool {
         let mut e = FieldErrors::new();

@@ -1,6 +1,8 @@
 //! Media rules: which files are accepted (sniffed from their bytes), how large, the image
-//! variants and their boxes, the status of a file, signed local links and the cleanup hour.
+//! variants and their boxes, the status of a file, what may be attached to what, signed local
+//! links and the cleanup hour.
 
+pub mod attachable;
 pub mod links;
 
 use chrono::{DateTime, Duration, NaiveTime, Utc};

@@ -10,8 +10,11 @@ use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
+use domain::config::Service;
 use domain::events::lifecycle::{Action, EventStatus};
 use domain::events::{slug, validation};
+use domain::ids::TenantId;
+use domain::media::attachable::Holder;
 use domain::paging::Page;
 use domain::validation::{FieldError, FieldErrors};
 use serde::Deserialize;
@@ -71,6 +74,18 @@ fn check_settings(errors: &mut FieldErrors, settings: Option<&serde_json::Value>
     }
 }
 
+/// A cover must be an image uploaded in the caller's organization (422 otherwise).
+async fn require_cover(state: &AppState, tenant: TenantId, cover: Uuid) -> Result<(), ApiError> {
+    crate::media::attachable::require(
+        state,
+        Service::Events,
+        "coverImageId",
+        cover,
+        Holder::Organization(tenant),
+    )
+    .await
+}
+
 /// Events the caller may see: organizers their tenant's, everyone published public ones,
 /// group members their groups' ones.
 #[utoipa::path(get, path = "/api/v1/events", tag = "events", params(PageParams, EventQuery),
@@ -100,10 +115,12 @@ pub async fn list(
     ))
 }
 
-/// Creates a DRAFT event (OWNER or MODERATOR).
+/// Creates a DRAFT event (OWNER or MODERATOR); it starts in 2000 or later, and its cover is an
+/// image uploaded in the organization.
 #[utoipa::path(post, path = "/api/v1/events", tag = "events", request_body = CreateEventRequest,
     responses((status = 201, body = EventDto), (status = 400, body = crate::error::ErrorBody), (status = 403, body = crate::error::ErrorBody),
-        (status = 409, body = crate::error::ErrorBody)))]
+        (status = 409, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody),
+        (status = 503, body = crate::error::ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -119,6 +136,7 @@ pub async fn create(
         body.location_url.as_deref(),
     );
     check_settings(&mut errors, body.settings.as_ref());
+    validation::check_start(&mut errors, body.starts_at);
     validation::check_times(&mut errors, body.starts_at, body.ends_at);
     if let Some(s) = &body.slug
         && !slug::is_valid(s)
@@ -126,6 +144,9 @@ pub async fn create(
         errors.add("slug", FieldError::InvalidFormat);
     }
     errors.into_result()?;
+    if let Some(cover) = body.cover_image_id {
+        require_cover(&state, tenant, cover).await?;
+    }
     let new = NewEvent {
         title: body.title.trim().to_string(),
         description: body.description,
@@ -161,7 +182,7 @@ pub async fn get(
 /// Changes an event of the caller's organization; final events cannot change.
 #[utoipa::path(put, path = "/api/v1/events/{id}", tag = "events", request_body = UpdateEventRequest,
     responses((status = 200, body = EventDto), (status = 400, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
-        (status = 422, body = crate::error::ErrorBody)))]
+        (status = 422, body = crate::error::ErrorBody), (status = 503, body = crate::error::ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -182,7 +203,13 @@ pub async fn update(
         body.location_url.clone().flatten().as_deref(),
     );
     check_settings(&mut errors, body.settings.as_ref());
+    if let Some(starts_at) = body.starts_at {
+        validation::check_start(&mut errors, starts_at);
+    }
     errors.into_result()?;
+    if let Some(Some(cover)) = body.cover_image_id {
+        require_cover(&state, tenant, cover).await?;
+    }
     let change = EventChange {
         title: body.title.map(|t| t.trim().to_string()),
         description: body.description,

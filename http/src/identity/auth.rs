@@ -14,14 +14,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use domain::error::{ErrorCode, Refusal};
 use domain::i18n::{Lang, Text};
-use domain::identity::{limits, mails, messenger, rules};
+use domain::identity::{limits, messenger, rules};
 use domain::roles::Role;
 use domain::validation::{FieldError, FieldErrors};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use storage::identity::mail_tokens::{self, TokenKind};
 use storage::identity::{organizations, sessions, users};
-use storage::mail::Mail;
 
 /// Registers an email account and sends the verification mail.
 #[utoipa::path(post, path = "/api/v1/auth/register", tag = "auth", request_body = RegisterRequest,
@@ -39,17 +38,18 @@ pub async fn register(
     errors.into_result()?;
     let hash = passwords::hash(body.password, state.config.auth.bcrypt_cost).await?;
     let now = state.clock.now();
-    let user = users::register(
+    // The account, its verification token and the request for the mail commit together;
+    // the identity service's mail consumer sends it.
+    let user = users::register_with_verification(
         &state.db,
         &email,
         &hash,
         body.first_name.trim(),
         body.last_name.trim(),
+        lang,
         now,
     )
     .await?;
-    let token = mail_tokens::create(&state.db, user.id, TokenKind::EmailVerification, now).await?;
-    send_mail(&state, TokenKind::EmailVerification, email, token, lang);
     Ok((StatusCode::CREATED, Json(user.into())))
 }
 
@@ -73,17 +73,7 @@ pub async fn login(
         passwords::verify_nothing(body.password, cost).await;
         return Err(ApiError::new(ErrorCode::InvalidCredentials));
     };
-    // A locked account is refused before the password is looked at, so the answer says
-    // nothing about whether the password was right.
-    if let Some(until) = user.locked_until.filter(|until| *until > now) {
-        return Err(locked(until));
-    }
-    if !passwords::verify(body.password, hash).await {
-        return Err(match users::login_failed(&state.db, user.id, now).await? {
-            Some(until) => locked(until),
-            None => ApiError::new(ErrorCode::InvalidCredentials),
-        });
-    }
+    check_password(&state, &user, hash, body.password, now).await?;
     users::login_succeeded(&state.db, user.id, now).await?;
     let issued = sessions::start(&state.db, user.id, now).await?;
     Ok(Json(session_response(
@@ -93,6 +83,29 @@ pub async fn login(
         Vec::new(),
         issued,
     )?))
+}
+
+/// Checks a password of `user` against its `hash` under the lockout rule, for login and for
+/// the current password of a password change (both guess the same secret). A locked account
+/// is refused before the password is looked at, so the answer says nothing about whether the
+/// password was right; a wrong password counts toward the lock.
+pub(super) async fn check_password(
+    state: &AppState,
+    user: &users::User,
+    hash: String,
+    password: String,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), ApiError> {
+    if let Some(until) = user.locked_until.filter(|until| *until > now) {
+        return Err(locked(until));
+    }
+    if !passwords::verify(password, hash).await {
+        return Err(match users::login_failed(&state.db, user.id, now).await? {
+            Some(until) => locked(until),
+            None => ApiError::new(ErrorCode::InvalidCredentials),
+        });
+    }
+    Ok(())
 }
 
 fn locked(until: chrono::DateTime<chrono::Utc>) -> ApiError {
@@ -306,8 +319,9 @@ pub async fn reset_password(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Counts the request against the hourly limit and, for a known address, sends the mail in
-/// the background: the answer and its timing are the same whether the address exists.
+/// Counts the request against the hourly limit and, for a known address, issues the token and
+/// requests the mail in one transaction; the identity service's mail consumer sends it. The
+/// answer is the same whether the address exists.
 async fn mail_request(
     state: AppState,
     lang: Lang,
@@ -317,8 +331,7 @@ async fn mail_request(
     let mut errors = FieldErrors::new();
     let email = rules::normalize_email(&mut errors, "email", raw_email);
     errors.into_result()?;
-    let now = state.clock.now();
-    if !mail_tokens::allow_request(&state.db, &email, kind, now).await? {
+    if !mail_tokens::request(&state.db, &email, kind, lang, state.clock.now()).await? {
         let mut error = ApiError::from(Refusal::with(
             ErrorCode::RateLimitExceeded,
             "Слишком много писем на этот адрес, повторите через час",
@@ -327,45 +340,5 @@ async fn mail_request(
         error.retry_after = Some(limits::mail_window().num_seconds() as u64);
         return Err(error);
     }
-    tokio::spawn(async move {
-        let user = match users::by_email(&state.db, &email).await {
-            Ok(Some(user)) => user,
-            Ok(None) => return,
-            Err(e) => return tracing::error!(error = %e, "mail request lookup failed"),
-        };
-        if kind == TokenKind::EmailVerification && user.email_verified {
-            return;
-        }
-        match mail_tokens::create(&state.db, user.id, kind, now).await {
-            Ok(token) => send_mail(&state, kind, email, token, lang),
-            Err(e) => tracing::error!(error = %e, "mail token not created"),
-        }
-    });
     Ok(StatusCode::ACCEPTED)
-}
-
-/// Sends a verification or reset mail in the background; a failure is logged and the user
-/// can ask again.
-fn send_mail(state: &AppState, kind: TokenKind, to: String, token: String, lang: Lang) {
-    let base = state
-        .config
-        .http
-        .public_url
-        .trim_end_matches('/')
-        .to_string();
-    let (subject, body) = match kind {
-        TokenKind::EmailVerification => mails::verification(
-            lang,
-            &format!("{base}/api/v1/auth/verify-email?token={token}"),
-        ),
-        TokenKind::PasswordReset => {
-            mails::password_reset(lang, &format!("{base}/reset-password?token={token}"))
-        }
-    };
-    let mailer = state.mailer.clone();
-    tokio::spawn(async move {
-        if let Err(e) = mailer.send(&Mail { to, subject, body }).await {
-            tracing::error!(error = %e, "mail not sent");
-        }
-    });
 }

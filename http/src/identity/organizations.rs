@@ -12,6 +12,7 @@ use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use domain::ids::{TenantId, UserId};
+use domain::media::attachable::Holder;
 use domain::paging::Page;
 use domain::roles::Role;
 use domain::validation::{FieldError, FieldErrors};
@@ -66,9 +67,11 @@ pub async fn get(
     Ok(Json(OrganizationDto::new(org, role)))
 }
 
-/// Updates an organization (OWNER).
+/// Updates an organization (OWNER). `logoUrl` is an http(s) URL; `logoId` an image uploaded
+/// in this organization (422 otherwise).
 #[utoipa::path(put, path = "/api/v1/organizations/{id}", tag = "organizations", request_body = UpdateOrganizationRequest,
-    responses((status = 200, body = OrganizationDto), (status = 400, body = crate::error::ErrorBody), (status = 403, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = OrganizationDto), (status = 400, body = crate::error::ErrorBody), (status = 403, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody), (status = 503, body = crate::error::ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -81,7 +84,7 @@ pub async fn update(
         errors.check_length("name", name.trim(), 1, 255);
     }
     if let Some(url) = &body.logo_url {
-        errors.check_length("logoUrl", url, 0, 500);
+        domain::identity::rules::check_logo_url(&mut errors, "logoUrl", url);
     }
     if let Some(d) = &body.description {
         errors.check_length("description", d, 0, 5000);
@@ -95,6 +98,22 @@ pub async fn update(
         );
     }
     errors.into_result()?;
+    if let Some(Some(logo)) = body.logo_id {
+        // Only the owner learns whether a file may be the logo: anyone else is refused first,
+        // so the check cannot tell strangers which files an organization has.
+        let (_, role) = organizations::get(&state.db, TenantId(id), user).await?;
+        if role != Role::Owner {
+            return Err(ApiError::new(domain::ErrorCode::Forbidden));
+        }
+        crate::media::attachable::require(
+            &state,
+            domain::config::Service::Identity,
+            "logoId",
+            logo,
+            Holder::Organization(TenantId(id)),
+        )
+        .await?;
+    }
     let change = OrganizationChange {
         name: body.name.map(|n| n.trim().to_string()),
         description: body.description,

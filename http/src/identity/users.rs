@@ -22,9 +22,11 @@ pub async fn me(State(state): State<AppState>, caller: Caller) -> Result<Json<Us
     Ok(Json(user.into()))
 }
 
-/// Updates the profile; publishes user.updated.
+/// Updates the profile; publishes user.updated. The avatar must be the caller's own personal
+/// image (422 otherwise).
 #[utoipa::path(put, path = "/api/v1/users/me", tag = "users", request_body = UpdateUserRequest,
-    responses((status = 200, body = UserDto), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = UserDto), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody), (status = 503, body = crate::error::ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -39,6 +41,16 @@ pub async fn update(
         rules::check_name(&mut errors, "lastName", last);
     }
     errors.into_result()?;
+    if let Some(Some(avatar)) = body.avatar_id {
+        crate::media::attachable::require(
+            &state,
+            domain::config::Service::Identity,
+            "avatarId",
+            avatar,
+            domain::media::attachable::Holder::User(user),
+        )
+        .await?;
+    }
     let change = ProfileChange {
         first_name: body.first_name.map(|s| s.trim().to_string()),
         last_name: body.last_name.map(|s| s.trim().to_string()),
@@ -48,7 +60,10 @@ pub async fn update(
     Ok(Json(updated.into()))
 }
 
-/// Changes the password; every session ends.
+/// Changes the password; every session ends and every outstanding reset link stops working.
+/// A wrong current password counts toward the login lock, and a locked account is refused
+/// (`account_locked`) as at login: a stolen access token must not become a way around the
+/// lock to guess the password.
 #[utoipa::path(put, path = "/api/v1/users/me/password", tag = "users", request_body = ChangePasswordRequest,
     responses((status = 204), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody)))]
 pub async fn change_password(
@@ -63,16 +78,14 @@ pub async fn change_password(
     let user = users::by_id(&state.db, id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized))?;
-    let current_ok = match user.password_hash {
-        Some(hash) => passwords::verify(body.current_password, hash).await,
-        // A messenger-only account sets its first password without a current one.
-        None => true,
-    };
-    if !current_ok {
-        return Err(ApiError::new(ErrorCode::InvalidCredentials));
+    let now = state.clock.now();
+    // A messenger-only account sets its first password without a current one.
+    if let Some(hash) = user.password_hash.clone() {
+        super::auth::check_password(&state, &user, hash, body.current_password, now).await?;
     }
     let hash = passwords::hash(body.new_password, state.config.auth.bcrypt_cost).await?;
-    users::set_password(&state.db, id, &hash, state.clock.now()).await?;
+    // Also starts the failed-attempt count over, as a successful login does.
+    users::set_password(&state.db, id, &hash, now).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -1,8 +1,11 @@
-//! The media service over HTTP (port 8085): uploads, metadata, signed links, deletion, and
-//! the signed links of the local store.
+//! The media service over HTTP (port 8085): uploads, metadata, signed links, deletion, the
+//! signed links of the local store, the internal attachability check, and the client other
+//! services make that check with.
 
+pub mod attachable;
 pub mod dto;
 pub mod files;
+pub mod internal;
 
 use crate::state::AppState;
 use axum::Router;
@@ -23,6 +26,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/media/{id}", get(files::get).delete(files::delete))
         .route("/api/v1/media/{id}/url", get(files::url))
         .route("/api/v1/media/files/{*key}", get(files::serve_local))
+        .route(internal::ATTACHABLE, get(internal::attachable))
 }
 
 #[derive(OpenApi)]

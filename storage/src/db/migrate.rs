@@ -126,6 +126,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V3__identity",
                 include_str!("../../../migrations/user_service/V3__identity.sql"),
             ),
+            (
+                "V4__mail_tokens_hashed",
+                include_str!("../../../migrations/user_service/V4__mail_tokens_hashed.sql"),
+            ),
         ],
         Schema::EventService => &[
             (

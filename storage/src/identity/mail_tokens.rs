@@ -1,46 +1,76 @@
 //! Single-use mail tokens: email verification (24 hours) and password reset (1 hour), and
 //! the limit of 3 such mails per hour per address.
+//!
+//! A token is stored only as its SHA-256 (hex), like a refresh token: whoever reads the table
+//! cannot use what they read. The token itself goes into a `mail.requested` event written in
+//! the same transaction, which the mail consumer (`mail_consumer`) turns into the mail.
 
-use crate::db::{Database, Scope};
+use super::publish;
+use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use domain::error::{ErrorCode, Refusal};
+use domain::i18n::Lang;
 use domain::identity::limits;
+use domain::identity::mail_request::{EVENT_TYPE, MailRequest};
 use domain::ids::UserId;
 use uuid::Uuid;
 
-/// What a token is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TokenKind {
-    /// Confirms the email address.
-    EmailVerification,
-    /// Allows one password reset.
-    PasswordReset,
+pub use domain::identity::mail_request::TokenKind;
+
+/// The stored form of a mail token.
+pub fn hash(token: &str) -> String {
+    super::sessions::hash(token)
 }
 
-impl TokenKind {
-    /// Database spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::EmailVerification => "EMAIL_VERIFICATION",
-            Self::PasswordReset => "PASSWORD_RESET",
-        }
-    }
-
-    fn ttl(self) -> Duration {
-        match self {
-            Self::EmailVerification => limits::email_verification_ttl(),
-            Self::PasswordReset => limits::password_reset_ttl(),
-        }
-    }
+/// Who a mail goes to.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Recipient<'a> {
+    /// The account.
+    pub user: UserId,
+    /// Its (lower-case) address.
+    pub email: &'a str,
+    /// Its first name.
+    pub first_name: &'a str,
 }
 
-/// Counts a mail request for `email` (known or not); false when the hourly limit is reached,
-/// in which case nothing is recorded and no mail may be sent.
-pub async fn allow_request(
+/// Creates a token of `kind` for `to` inside `tx` and requests its mail in `lang`, so the
+/// token exists if and only if its mail will be sent.
+pub(crate) async fn issue(
+    tx: &Tx,
+    to: Recipient<'_>,
+    kind: TokenKind,
+    lang: Lang,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    // A UUID, as the spec's links use; 122 random bits.
+    let token = Uuid::new_v4().to_string();
+    tx.execute(
+        "INSERT INTO user_service.verification_tokens (id, user_id, token, type, expires_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+        &[&Uuid::now_v7(), &to.user.as_uuid(), &hash(&token), &kind.as_str(), &(now + kind.ttl()), &now],
+    )
+    .await?;
+    let request = MailRequest {
+        kind,
+        to: to.email.to_string(),
+        lang,
+        token,
+        first_name: to.first_name.to_string(),
+    };
+    publish(tx, EVENT_TYPE, None, Some(to.user), request.to_event_data()).await?;
+    Ok(())
+}
+
+/// A verification or reset mail asked for by address (known or not). Counts the request
+/// against the hourly limit and, for an active account that needs the mail, issues the token
+/// and requests the mail, all in one transaction. False when the limit is reached, in which
+/// case nothing is recorded.
+pub async fn request(
     db: &Database,
     email: &str,
     kind: TokenKind,
+    lang: Lang,
     now: DateTime<Utc>,
 ) -> Result<bool> {
     let tx = db.begin(Scope::anonymous()).await?;
@@ -65,27 +95,25 @@ pub async fn allow_request(
         &[&email, &kind.as_str(), &now],
     )
     .await?;
-    tx.commit().await?;
-    Ok(true)
-}
-
-/// Creates a token for `user`; returns its text (a UUID, as used in links).
-pub async fn create(
-    db: &Database,
-    user: UserId,
-    kind: TokenKind,
-    now: DateTime<Utc>,
-) -> Result<String> {
-    let client = db.client().await?;
-    let token = Uuid::new_v4().to_string();
-    client
-        .execute(
-            "INSERT INTO user_service.verification_tokens (id, user_id, token, type, expires_at, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[&Uuid::now_v7(), &user.as_uuid(), &token, &kind.as_str(), &(now + kind.ttl()), &now],
+    // An address already verified gets no second verification mail.
+    let user = tx
+        .query_opt(
+            "SELECT id, first_name FROM user_service.users
+             WHERE email = $1 AND deleted_at IS NULL AND ($2 OR NOT email_verified)",
+            &[&email, &(kind == TokenKind::PasswordReset)],
         )
         .await?;
-    Ok(token)
+    if let Some(row) = user {
+        let first_name: String = row.get(1);
+        let to = Recipient {
+            user: UserId(row.get(0)),
+            email,
+            first_name: &first_name,
+        };
+        issue(&tx, to, kind, lang, now).await?;
+    }
+    tx.commit().await?;
+    Ok(true)
 }
 
 fn unusable() -> Refusal {
@@ -97,7 +125,7 @@ fn unusable() -> Refusal {
 }
 
 /// Spends a token of `kind` inside `tx`; returns its user.
-async fn spend(tx: &crate::Tx, token: &str, kind: TokenKind, now: DateTime<Utc>) -> Result<UserId> {
+async fn spend(tx: &Tx, token: &str, kind: TokenKind, now: DateTime<Utc>) -> Result<UserId> {
     let row = tx
         .query_opt(
             "UPDATE user_service.verification_tokens t SET used_at = $3
@@ -105,11 +133,23 @@ async fn spend(tx: &crate::Tx, token: &str, kind: TokenKind, now: DateTime<Utc>)
              WHERE t.token = $1 AND t.type = $2 AND t.used_at IS NULL AND t.expires_at > $3
                AND u.id = t.user_id AND u.deleted_at IS NULL
              RETURNING t.user_id",
-            &[&token, &kind.as_str(), &now],
+            &[&hash(token), &kind.as_str(), &now],
         )
         .await?
         .ok_or_else(unusable)?;
     Ok(UserId(row.get(0)))
+}
+
+/// Spends every outstanding reset token of `user` inside `tx`: once the password was reset or
+/// changed, an older reset link must not set it again.
+pub(crate) async fn spend_resets(tx: &Tx, user: UserId, now: DateTime<Utc>) -> Result<()> {
+    tx.execute(
+        "UPDATE user_service.verification_tokens SET used_at = $3
+         WHERE user_id = $1 AND type = $2 AND used_at IS NULL",
+        &[&user.as_uuid(), &TokenKind::PasswordReset.as_str(), &now],
+    )
+    .await?;
+    Ok(())
 }
 
 /// Verifies an email address with its token.
@@ -125,7 +165,8 @@ pub async fn verify_email(db: &Database, token: &str, now: DateTime<Utc>) -> Res
     Ok(user)
 }
 
-/// Resets a password with its token and ends every session of the user.
+/// Resets a password with its token, spends the user's other reset tokens and ends every
+/// session of the user.
 pub async fn reset_password(
     db: &Database,
     token: &str,
@@ -140,6 +181,7 @@ pub async fn reset_password(
         &[&user.as_uuid(), &password_hash, &now],
     )
     .await?;
+    spend_resets(&tx, user, now).await?;
     super::sessions::end_all(&tx, user, now).await?;
     tx.commit().await?;
     Ok(user)

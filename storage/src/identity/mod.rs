@@ -4,6 +4,7 @@
 pub mod admins;
 pub mod groups;
 pub mod invites;
+pub mod mail_consumer;
 pub mod mail_tokens;
 pub mod members;
 pub mod organizations;

@@ -1,11 +1,13 @@
 //! User accounts: email registration, messenger sign-in, login bookkeeping (failed attempts
 //! and the lock), profile changes and soft deletion.
 
+use super::mail_tokens::{self, TokenKind};
 use super::publish;
-use crate::db::{Database, Scope};
+use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
 use domain::error::{ErrorCode, Refusal};
+use domain::i18n::Lang;
 use domain::identity::limits;
 use domain::ids::UserId;
 use serde_json::json;
@@ -101,7 +103,8 @@ pub async fn by_email(db: &Database, email: &str) -> Result<Option<User>> {
     Ok(row.as_ref().map(from_row))
 }
 
-/// Registers an email account. A taken email (also by a deleted account) is a conflict.
+/// Registers an email account without sending anything (tools and benchmarks). A taken email
+/// (also by a deleted account) is a conflict.
 pub async fn register(
     db: &Database,
     email: &str,
@@ -111,6 +114,43 @@ pub async fn register(
     now: DateTime<Utc>,
 ) -> Result<User> {
     let tx = db.begin(Scope::anonymous()).await?;
+    let user = insert_email_account(&tx, email, password_hash, first_name, last_name, now).await?;
+    tx.commit().await?;
+    Ok(user)
+}
+
+/// Registers an email account and, in the same transaction, its verification token and the
+/// request for the verification mail in `lang`: the account never exists without its mail on
+/// the way. A taken email (also by a deleted account) is a conflict.
+pub async fn register_with_verification(
+    db: &Database,
+    email: &str,
+    password_hash: &str,
+    first_name: &str,
+    last_name: &str,
+    lang: Lang,
+    now: DateTime<Utc>,
+) -> Result<User> {
+    let tx = db.begin(Scope::anonymous()).await?;
+    let user = insert_email_account(&tx, email, password_hash, first_name, last_name, now).await?;
+    let to = mail_tokens::Recipient {
+        user: user.id,
+        email,
+        first_name: &user.first_name,
+    };
+    mail_tokens::issue(&tx, to, TokenKind::EmailVerification, lang, now).await?;
+    tx.commit().await?;
+    Ok(user)
+}
+
+async fn insert_email_account(
+    tx: &Tx,
+    email: &str,
+    password_hash: &str,
+    first_name: &str,
+    last_name: &str,
+    now: DateTime<Utc>,
+) -> Result<User> {
     let id = UserId::new();
     let inserted = tx
         .query_opt(
@@ -135,14 +175,13 @@ pub async fn register(
         .await?;
     let user = from_row(&row);
     publish(
-        &tx,
+        tx,
         "user.registered",
         None,
         Some(user.id),
         event_data(&user, "EMAIL"),
     )
     .await?;
-    tx.commit().await?;
     Ok(user)
 }
 
@@ -206,7 +245,9 @@ pub async fn messenger_sign_in(
     Ok((user, true))
 }
 
-/// Records a failed login; returns the lock expiry when this failure locked the account.
+/// Records a failed password check (a login, or a wrong current password at a password
+/// change: both guess the same secret); returns the lock expiry when this failure locked the
+/// account.
 pub async fn login_failed(
     db: &Database,
     id: UserId,
@@ -294,7 +335,8 @@ pub async fn update_profile(
     Ok(user)
 }
 
-/// Replaces the password and ends every session of the user.
+/// Replaces the password, starts the failed-login count over (the current password was just
+/// proven), spends every outstanding reset token and ends every session of the user.
 pub async fn set_password(
     db: &Database,
     id: UserId,
@@ -308,6 +350,7 @@ pub async fn set_password(
         &[&id.as_uuid(), &password_hash, &now],
     )
     .await?;
+    mail_tokens::spend_resets(&tx, id, now).await?;
     super::sessions::end_all(&tx, id, now).await?;
     tx.commit().await?;
     Ok(())

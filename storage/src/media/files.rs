@@ -6,6 +6,7 @@ use crate::error::Result;
 use chrono::{DateTime, Utc};
 use domain::error::Refusal;
 use domain::ids::{TenantId, UserId};
+use domain::media::attachable::{Candidate, Holder, may_attach};
 use domain::media::{Attachment, MediaStatus, Variant};
 use tokio_postgres::Row;
 use uuid::Uuid;
@@ -303,28 +304,75 @@ pub async fn mark_deleted(db: &Database, scope: Scope, id: Uuid, now: DateTime<U
     Ok(())
 }
 
-/// Makes `file` (if any) the one attached to `entity` as `kind`; whatever was attached there
-/// before becomes unattached (and the cleanup's after 24 hours).
-pub async fn attach(tx: &Tx, kind: Attachment, entity: Uuid, file: Option<Uuid>) -> Result<()> {
+/// Whether the file `id` exists and may be attached to something `holder` owns
+/// (`domain::media::attachable`). Read in the holder's own scope, so row security already
+/// hides other owners' unattached files; the rule decides for the rest.
+pub async fn attachable(db: &Database, id: Uuid, holder: Holder) -> Result<bool> {
+    let scope = match holder {
+        Holder::User(user) => Scope::user(user),
+        Holder::Organization(tenant) => Scope::tenant(tenant, None),
+    };
+    let tx = db.begin(scope).await?;
+    let row = tx
+        .query_opt(
+            &format!("SELECT {COLUMNS} FROM media_service.files WHERE id = $1"),
+            &[&id],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(row.is_some_and(|row| allowed(&from_row(&row), holder)))
+}
+
+fn allowed(file: &MediaFile, holder: Holder) -> bool {
+    may_attach(
+        &Candidate {
+            tenant: file.tenant_id,
+            owner: file.owner_id,
+            content_type: &file.content_type,
+            status: file.status,
+        },
+        holder,
+    )
+}
+
+/// Makes `file` (if any) the one attached to `entity` as `kind`, when the attachment rule lets
+/// `holder` (who owns the entity) attach it; whatever this same entity had attached before
+/// becomes unattached (and the cleanup's after 24 hours). Files attached by other entities are
+/// never touched by a detach, so pointing at someone else's file and letting go of it again
+/// cannot orphan that file. Returns whether `file` is now attached to `entity`.
+pub async fn attach(
+    tx: &Tx,
+    kind: Attachment,
+    entity: Uuid,
+    file: Option<(Uuid, Holder)>,
+) -> Result<bool> {
+    let new = file.map(|(id, _)| id);
     tx.execute(
         "UPDATE media_service.files SET attached_type = NULL, attached_id = NULL
          WHERE attached_type = $1 AND attached_id = $2 AND id IS DISTINCT FROM $3",
+        &[&kind.as_str(), &entity, &new],
+    )
+    .await?;
+    let Some((file, holder)) = file else {
+        return Ok(false);
+    };
+    let row = tx
+        .query_opt(
+            &format!("SELECT {COLUMNS} FROM media_service.files WHERE id = $1 FOR UPDATE"),
+            &[&file],
+        )
+        .await?;
+    if !row.is_some_and(|row| allowed(&from_row(&row), holder)) {
+        tracing::warn!(%file, %entity, kind = kind.as_str(), ?holder,
+            "refused to attach a file that is unknown, deleted, not an image or not the holder's");
+        return Ok(false);
+    }
+    tx.execute(
+        "UPDATE media_service.files SET attached_type = $1, attached_id = $2 WHERE id = $3",
         &[&kind.as_str(), &entity, &file],
     )
     .await?;
-    if let Some(file) = file {
-        let attached = tx
-            .execute(
-                "UPDATE media_service.files SET attached_type = $1, attached_id = $2
-                 WHERE id = $3 AND status <> 'DELETED'",
-                &[&kind.as_str(), &entity, &file],
-            )
-            .await?;
-        if attached == 0 {
-            tracing::warn!(%file, %entity, kind = kind.as_str(), "attached file is unknown or deleted");
-        }
-    }
-    Ok(())
+    Ok(true)
 }
 
 /// Unattached files uploaded before `before`, not yet deleted: the cleanup's work.

@@ -7,7 +7,7 @@ use crate::broker::Broker;
 use crate::db::{Database, DbError, Schema};
 use domain::envelope::Envelope;
 use domain::ids::{EventId, TenantId, UserId};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,6 +93,16 @@ impl Relay {
     }
 }
 
+/// The pause after `failures` failed rounds in a row: doubling from 250 ms up to 15 s. The
+/// first retry is quick (a broker that blinked); a long outage costs four attempts a minute,
+/// and events wait at most 15 s once the broker is back.
+fn backoff(failures: u32) -> Duration {
+    const FIRST_MS: u64 = 250;
+    const MAX_MS: u64 = 15_000;
+    let doublings = failures.saturating_sub(1).min(16);
+    Duration::from_millis((FIRST_MS << doublings).min(MAX_MS))
+}
+
 async fn run_schema(
     db: Database,
     broker: Arc<dyn Broker>,
@@ -107,33 +117,34 @@ async fn run_schema(
         if *stop.borrow() {
             return;
         }
-        let pause = match publish_round(&db, broker.as_ref(), schema).await {
-            Ok(n) if n as i64 >= BATCH => {
-                failures = 0;
-                Duration::ZERO
-            }
-            Ok(_) => {
-                failures = 0;
-                poll
-            }
-            Err(e) => {
-                failures = failures.saturating_add(1);
-                let backoff = Duration::from_millis(200u64 << failures.min(5));
-                tracing::warn!(schema = schema.name(), error = %e, retry_in_ms = backoff.as_millis() as u64, "outbox relay round failed");
-                backoff
-            }
-        };
+        let outcome = publish_round(&db, broker.as_ref(), schema).await;
         rounds += 1;
         if rounds.is_multiple_of(3600) {
             let _ = purge_published(&db, schema).await;
         }
-        if pause.is_zero() {
-            continue;
-        }
-        tokio::select! {
-            _ = waker.notified() => {}
-            _ = tokio::time::sleep(pause) => {}
-            _ = stop.changed() => return,
+        match outcome {
+            Ok(n) if n as i64 >= BATCH => failures = 0,
+            Ok(_) => {
+                failures = 0;
+                tokio::select! {
+                    _ = waker.notified() => {}
+                    _ = tokio::time::sleep(poll) => {}
+                    _ = stop.changed() => return,
+                }
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                let pause = backoff(failures);
+                tracing::warn!(schema = schema.name(), error = %e, retry_in_ms = pause.as_millis() as u64, "outbox relay round failed");
+                // Only the backoff ends the pause: a NOTIFY says there is more to publish, which
+                // the failed round knew already, and during an outage every commit sends one.
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = stop.changed() => return,
+                }
+                // The notifications of the pause are covered by the round that follows.
+                let _ = waker.notified().now_or_never();
+            }
         }
     }
 }
@@ -281,5 +292,21 @@ async fn listen(
             _ = tokio::time::sleep(Duration::from_secs(2)) => {}
             _ = stop.changed() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_fifteen_seconds() {
+        let ms = |f| backoff(f).as_millis() as u64;
+        assert_eq!(
+            [ms(1), ms(2), ms(3), ms(4), ms(5)],
+            [250, 500, 1_000, 2_000, 4_000]
+        );
+        assert_eq!(ms(7), 15_000);
+        assert_eq!(ms(u32::MAX), 15_000);
     }
 }

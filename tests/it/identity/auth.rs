@@ -649,7 +649,8 @@ async fn password_change_checks_the_current_one_and_ends_sessions() {
 async fn profile_update_and_soft_delete() {
     let ctx = Ctx::new().await;
     let s = ctx.user().await;
-    let avatar = uuid::Uuid::now_v7();
+    // An avatar must be an image the user uploaded personally (tests/it/attachments.rs).
+    let avatar = crate::attachments::upload(&ctx, &s.access, &crate::attachments::png()).await;
     let updated = ctx
         .put(
             "/api/v1/users/me",

@@ -1,6 +1,7 @@
 //! The identity service over HTTP through the gateway, against the real PostgreSQL, the SMTP
 //! sink and a test consumer on the broker.
 
+mod accounts;
 mod auth;
 mod events;
 mod groups;
@@ -312,11 +313,7 @@ pub fn claims(token: &str) -> Value {
 
 /// The newest mail sent to `to`, from the SMTP sink's Maildir or the file mailer.
 pub async fn mail_to(ctx: &Ctx, to: &str) -> Option<String> {
-    let mut dirs = vec![ctx.t.config.data_dir.join("mail")];
-    if let Ok(maildir) = std::env::var("TEST_MAILDIR") {
-        dirs.push(std::path::Path::new(&maildir).join("new"));
-        dirs.push(std::path::Path::new(&maildir).join("cur"));
-    }
+    let dirs = mail_dirs(&ctx.t.config.data_dir);
     let found = crate::support::eventually(10, || {
         let dirs = dirs.clone();
         async move { dirs.iter().any(|d| find_mail(d, to).is_some()) }
@@ -328,9 +325,39 @@ pub async fn mail_to(ctx: &Ctx, to: &str) -> Option<String> {
     dirs.iter().find_map(|d| find_mail(d, to))
 }
 
+/// Every mail sent to `to` so far by a node using `data_dir`, oldest first, from the file
+/// mailer's folder and the SMTP sink's Maildir.
+pub fn mails_to(data_dir: &std::path::Path, to: &str) -> Vec<String> {
+    let mut all: Vec<_> = mail_dirs(data_dir)
+        .iter()
+        .flat_map(|d| mails_in(d, to))
+        .collect();
+    all.sort_by_key(|(modified, _)| *modified);
+    all.into_iter().map(|(_, text)| text).collect()
+}
+
+fn mail_dirs(data_dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut dirs = vec![data_dir.join("mail")];
+    if let Ok(maildir) = std::env::var("TEST_MAILDIR") {
+        dirs.push(std::path::Path::new(&maildir).join("new"));
+        dirs.push(std::path::Path::new(&maildir).join("cur"));
+    }
+    dirs
+}
+
 fn find_mail(dir: &std::path::Path, to: &str) -> Option<String> {
-    let mut newest: Option<(std::time::SystemTime, String)> = None;
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+    mails_in(dir, to)
+        .into_iter()
+        .max_by_key(|(modified, _)| *modified)
+        .map(|(_, text)| text)
+}
+
+fn mails_in(dir: &std::path::Path, to: &str) -> Vec<(std::time::SystemTime, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
         let Ok(text) = std::fs::read_to_string(entry.path()) else {
             continue;
         };
@@ -339,13 +366,13 @@ fn find_mail(dir: &std::path::Path, to: &str) -> Option<String> {
             .lines()
             .any(|l| l.to_ascii_lowercase().starts_with("to:") && l.contains(to))
         {
-            let modified = entry.metadata().and_then(|m| m.modified()).ok()?;
-            if newest.as_ref().is_none_or(|(t, _)| modified > *t) {
-                newest = Some((modified, text));
-            }
+            let Ok(modified) = entry.metadata().and_then(|m| m.modified()) else {
+                continue;
+            };
+            found.push((modified, text));
         }
     }
-    newest.map(|(_, text)| text)
+    found
 }
 
 /// The token after `token=` in a mail.

@@ -68,7 +68,8 @@ async fn reads_updates_switch_and_delete_follow_roles() {
         )
         .await;
     assert_eq!(by_moderator.status, 403);
-    let logo = uuid::Uuid::now_v7();
+    // A logo must be an image uploaded in the organization (tests/it/attachments.rs).
+    let logo = crate::attachments::upload(&ctx, &owner.access, &crate::attachments::png()).await;
     let updated = ctx
         .put(
             &format!("/api/v1/organizations/{org}"),

@@ -479,21 +479,9 @@ async fn the_send_endpoint_is_internal_refuses_bad_input_and_replays_keys() {
         "{}/api/v1/notifications/send",
         ctx.service_url(Service::Notifications)
     );
-    let as_service = || {
-        crate::support::signed(
-            &ctx.http,
-            reqwest::Method::POST,
-            &url,
-            Service::Events,
-            &[],
-        )
-    };
-    let r = send(
-        as_service()
-            .header("content-type", "text/plain")
-            .body("hi"),
-    )
-    .await;
+    let as_service =
+        || crate::support::signed(&ctx.http, reqwest::Method::POST, &url, Service::Events, &[]);
+    let r = send(as_service().header("content-type", "text/plain").body("hi")).await;
     assert_eq!(r.status, 415);
     let r = send(
         as_service()

@@ -57,15 +57,10 @@ pub async fn send_direct(ctx: &Ctx, body: Value, key: Option<&str>) -> crate::su
         "{}/api/v1/notifications/send",
         ctx.service_url(Service::Notifications)
     );
-    let mut request = crate::support::signed(
-        &ctx.http,
-        reqwest::Method::POST,
-        &url,
-        Service::Events,
-        &[],
-    )
-    .header("Accept-Language", "en")
-        .json(&body);
+    let mut request =
+        crate::support::signed(&ctx.http, reqwest::Method::POST, &url, Service::Events, &[])
+            .header("Accept-Language", "en")
+            .json(&body);
     if let Some(key) = key {
         request = request.header("X-Idempotency-Key", key);
     }

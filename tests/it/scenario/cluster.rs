@@ -28,14 +28,6 @@ pub struct Cluster {
     pub exchange: String,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} (make test sets it)"))
 }
@@ -53,7 +45,7 @@ impl Cluster {
         let mut services = String::new();
         let mut nodes = String::new();
         for name in SERVICES {
-            let port = free_port();
+            let port = crate::support::free_port();
             let url = format!("http://127.0.0.1:{port}");
             services.push_str(&format!(
                 "[services.{name}]\nlisten = \"127.0.0.1:{port}\"\nurl = \"{url}\"\n"

@@ -1,0 +1,116 @@
+//! The check identity and events make before they accept a media file id (`avatarId`,
+//! `logoId`, `coverImageId`): the media service decides whether the file may be attached by
+//! that user or organization. A service never reads another's schema, so when the media
+//! service runs in another process it is asked over HTTP, signed as the calling service; in
+//! the same process the storage function answers directly.
+
+use super::internal::{ATTACHABLE, AttachableDto};
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::trust::Trust;
+use axum::http::{HeaderMap, Method};
+use domain::ErrorCode;
+use domain::config::Service;
+use domain::i18n::Text;
+use domain::media::attachable::Holder;
+use domain::validation::{FieldError, FieldErrors};
+use std::sync::OnceLock;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// How long the media service may take to answer before the request fails with 503.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One client for every check of the process, so connections to the media service are reused.
+fn client() -> &'static reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(TIMEOUT)
+            .build()
+            .unwrap_or_default()
+    })
+}
+
+/// Accepts `file` as the value of `field` only if `holder` may attach it; `caller` is the
+/// service asking. Refused with 422 naming the field, the same answer whether the file does
+/// not exist or belongs to someone else (ids of others cannot be probed); 503 when the media
+/// service cannot be asked.
+pub async fn require(
+    state: &AppState,
+    caller: Service,
+    field: &str,
+    file: Uuid,
+    holder: Holder,
+) -> Result<(), ApiError> {
+    let attachable = if state.config.runs(Service::Media) {
+        storage::media::files::attachable(&state.db, file, holder).await?
+    } else {
+        ask(state, caller, file, holder).await?
+    };
+    if attachable {
+        Ok(())
+    } else {
+        Err(refused(field))
+    }
+}
+
+/// The refusal: a business rule (422) whose details name the field, like a validation error.
+fn refused(field: &str) -> ApiError {
+    let text = Text {
+        ru: "Файл нельзя прикрепить: нужно неудалённое изображение, загруженное вами лично (для аватара) или в этой организации (для логотипа и обложки)",
+        en: "The file cannot be attached: it must be an image, not deleted, uploaded by you personally (an avatar) or in this organization (a logo or cover)",
+    };
+    ApiError {
+        text: Some(text.clone()),
+        fields: Some(FieldErrors::single(field, FieldError::Invalid(text))),
+        ..ApiError::new(ErrorCode::BusinessRule)
+    }
+}
+
+fn unavailable(cause: &dyn std::fmt::Display) -> ApiError {
+    tracing::warn!(error = %cause, "media service unreachable for an attachment check");
+    ApiError::new(ErrorCode::ServiceUnavailable)
+        .with_text(Text {
+            ru: "Сервис файлов временно недоступен, повторите позже",
+            en: "The media service is temporarily unavailable, try again later",
+        })
+        .with_details(serde_json::json!({"service": Service::Media.name()}))
+}
+
+/// Asks the media service in another process.
+async fn ask(
+    state: &AppState,
+    caller: Service,
+    file: Uuid,
+    holder: Holder,
+) -> Result<bool, ApiError> {
+    let base = state
+        .config
+        .services
+        .get(&Service::Media)
+        .map(|addr| addr.url.trim_end_matches('/'))
+        .ok_or_else(|| unavailable(&"no address of the media service in the configuration"))?;
+    let query = match holder {
+        Holder::User(user) => format!("user={user}"),
+        Holder::Organization(tenant) => format!("tenant={tenant}"),
+    };
+    let path = ATTACHABLE.replace("{id}", &file.to_string());
+    let url = reqwest::Url::parse(&format!("{base}{path}?{query}")).map_err(|e| unavailable(&e))?;
+    let mut headers = HeaderMap::new();
+    Trust::from_config(&state.config).sign(caller, &Method::GET, &url, &mut headers);
+    let reply = client()
+        .get(url)
+        .headers(headers)
+        .send()
+        .await
+        .map_err(|e| unavailable(&e))?;
+    if !reply.status().is_success() {
+        // A refused signature or a failing media service: the check cannot be made, which
+        // is the media service's trouble, not the client's.
+        return Err(unavailable(&format!("media answered {}", reply.status())));
+    }
+    let answer: AttachableDto = reply.json().await.map_err(|e| unavailable(&e))?;
+    Ok(answer.attachable)
+}
