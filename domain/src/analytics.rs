@@ -100,3 +100,42 @@ mod tests {
         assert!(!TrackType::CheckinCompleted.client_tracked());
     }
 }
+
+/// A traffic source as clients name it (`vk`, `newsletter-2026`): 1 to 64 lower-case letters,
+/// digits, `-` or `_`, so dashboards group by a stable key.
+pub fn check_source(errors: &mut crate::validation::FieldErrors, field: &str, source: &str) {
+    let fine = !source.is_empty()
+        && source.len() <= 64
+        && source
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    if !fine {
+        errors.add(
+            field,
+            crate::validation::FieldError::Invalid(crate::i18n::Text {
+                ru: "Источник: от 1 до 64 строчных латинских букв, цифр, «-» или «_»",
+                en: "A source is 1 to 64 lower-case letters, digits, '-' or '_'",
+            }),
+        );
+    }
+}
+
+#[cfg(test)]
+mod source_tests {
+    use super::check_source;
+    use crate::validation::FieldErrors;
+
+    #[test]
+    fn sources_are_short_slugs() {
+        for ok in ["vk", "newsletter-2026", "tg_channel"] {
+            let mut errors = FieldErrors::new();
+            check_source(&mut errors, "source", ok);
+            assert!(errors.into_result().is_ok(), "{ok}");
+        }
+        for bad in ["", "VK", "a b", "ссылка", &"x".repeat(65), "a/b"] {
+            let mut errors = FieldErrors::new();
+            check_source(&mut errors, "source", bad);
+            assert!(errors.into_result().is_err(), "{bad}");
+        }
+    }
+}

@@ -31,6 +31,7 @@ pub const ENV_ALIASES: &[(&str, &str)] = &[
     ("MESSENGER_API_URL", "messenger.api_url"),
     ("JWT_SECRET", "auth.jwt_secret"),
     ("SERVICE_SECRET", "auth.service_secret"),
+    ("PAYMENTS_WEBHOOK_SECRET", "payments.webhook_secret"),
     ("PUBLIC_URL", "http.public_url"),
 ];
 
@@ -196,6 +197,8 @@ pub struct Config {
     pub messenger: MessengerConfig,
     /// Token signing.
     pub auth: AuthConfig,
+    /// The payment provider's webhook.
+    pub payments: PaymentsConfig,
     /// Where each service listens and is reached.
     pub services: BTreeMap<Service, ServiceAddr>,
     /// The processes of the cluster and the services each runs.
@@ -399,6 +402,15 @@ impl Default for AuthConfig {
     }
 }
 
+/// Payment provider settings.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PaymentsConfig {
+    /// Secret the provider signs `POST /api/v1/payments/webhook` with; without it the webhook
+    /// answers 503.
+    pub webhook_secret: Option<Secret>,
+}
+
 /// Address of one service.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -437,6 +449,7 @@ impl Default for Config {
             storage: StorageConfig::default(),
             messenger: MessengerConfig::default(),
             auth: AuthConfig::default(),
+            payments: PaymentsConfig::default(),
             services: Service::ALL
                 .into_iter()
                 .map(|s| {
@@ -547,6 +560,7 @@ const STRING_SETTINGS: &[&str] = &[
     "messenger.bot_username",
     "auth.jwt_secret",
     "auth.service_secret",
+    "payments.webhook_secret",
 ];
 
 impl Config {

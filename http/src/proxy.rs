@@ -31,7 +31,11 @@ pub fn prefixes(service: Service) -> &'static [&'static str] {
             "/api/v1/organizations",
             "/api/v1/groups",
         ],
-        Service::Events => &["/api/v1/events", "/api/v1/registrations"],
+        Service::Events => &[
+            "/api/v1/events",
+            "/api/v1/registrations",
+            "/api/v1/payments",
+        ],
         Service::Notifications => &["/api/v1/notifications"],
         Service::Media => &["/api/v1/media"],
         Service::Analytics => &["/api/v1/analytics"],

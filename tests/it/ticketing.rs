@@ -12,7 +12,7 @@ use uuid::Uuid;
 const SECRET: &str = "test-secret-test-secret-test-secret";
 
 /// A participant token without going through sign-up (the event service only needs the id).
-fn participant() -> (Uuid, String) {
+pub(crate) fn participant() -> (Uuid, String) {
     let user = domain::ids::UserId::new();
     let token = http::tokens::Tokens::new(SECRET)
         .issue(user, None, None, vec![], None, Utc::now())
@@ -21,7 +21,7 @@ fn participant() -> (Uuid, String) {
     (user.as_uuid(), token)
 }
 
-async fn setup(ctx: &Ctx, owner: &Session, ticket: Value) -> (String, String) {
+pub(crate) async fn setup(ctx: &Ctx, owner: &Session, ticket: Value) -> (String, String) {
     let e = ctx
         .post(
             "/api/v1/events",
@@ -50,7 +50,7 @@ async fn setup(ctx: &Ctx, owner: &Session, ticket: Value) -> (String, String) {
     (event, t.body["id"].as_str().unwrap().to_string())
 }
 
-async fn register(
+pub(crate) async fn register(
     ctx: &Ctx,
     token: &str,
     event: &str,
@@ -68,7 +68,7 @@ async fn register(
     .await
 }
 
-async fn audit(ctx: &Ctx, ticket_type: &str) -> (i32, i32, i64, i64) {
+pub(crate) async fn audit(ctx: &Ctx, ticket_type: &str) -> (i32, i32, i64, i64) {
     storage::events::registrations::seat_audit(&ctx.t.db, ticket_type.parse().unwrap())
         .await
         .unwrap()
@@ -537,12 +537,14 @@ async fn payments_from_the_broker_confirm_or_cancel_once() {
         .await,
         "refund cancels"
     );
+    // A payment that arrives after all (a retry went through) buys a free seat of the type.
     pay(&ctx, "payment.completed", &ids[1]).await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert_eq!(
-        audit(&ctx, &ticket_type).await,
-        (0, 1, 0, 1),
-        "a cancelled registration is not revived"
+    assert!(
+        eventually(5, || async {
+            audit(&ctx, &ticket_type).await == (1, 1, 1, 1)
+        })
+        .await,
+        "a late payment takes a free seat"
     );
     let reg = ctx
         .get(
@@ -550,8 +552,7 @@ async fn payments_from_the_broker_confirm_or_cancel_once() {
             Some(&owner.access),
         )
         .await;
-    assert_eq!(reg.body["status"], "CANCELLED");
-    assert_eq!(reg.body["cancellationReason"], "PAYMENT_FAILED");
+    assert_eq!(reg.body["status"], "CONFIRMED");
 }
 
 #[tokio::test]
@@ -788,8 +789,8 @@ async fn cancellation_frees_the_seat_and_lists_follow_visibility() {
         ctx.delete(&format!("/api/v1/registrations/{a_id}"), Some(&alice_token))
             .await
             .status,
-        422,
-        "already cancelled"
+        204,
+        "already cancelled: DELETE's wish stands"
     );
     assert_eq!(audit(&ctx, &ticket_type).await, (1, 0, 1, 0));
     let again = register(

@@ -67,6 +67,8 @@ impl EventStatus {
             )),
             (Published, Unpublish) => Ok(Draft),
             (Draft | Published, Cancel) => Ok(Cancelled),
+            // Cancelling twice (a retried request) leaves it as it is.
+            (Cancelled, Cancel) => Ok(Cancelled),
             (Published, Complete) => Ok(Completed),
             (from, _) if from.is_final() => Err(final_state()),
             _ => Err(Refusal::with(
@@ -76,6 +78,12 @@ impl EventStatus {
             )),
         }
     }
+}
+
+/// When a published event completes by itself: at its end, or a day after its start when it
+/// has no end (so an evening event is not completed while it is still going on).
+pub fn completes_at(starts_at: DateTime<Utc>, ends_at: Option<DateTime<Utc>>) -> DateTime<Utc> {
+    ends_at.unwrap_or(starts_at + chrono::Duration::hours(24))
 }
 
 /// The refusal for any change to a final event.
@@ -158,8 +166,16 @@ mod tests {
         assert_eq!(Published.apply(Complete, future, now), Ok(Completed));
         assert!(Draft.apply(Complete, future, now).is_err());
         assert!(Draft.apply(Unpublish, future, now).is_err());
-        for last in [Cancelled, Completed] {
-            for action in [Publish, Unpublish, Cancel, Complete] {
+        assert_eq!(
+            Cancelled.apply(Cancel, future, now),
+            Ok(Cancelled),
+            "cancelling again changes nothing"
+        );
+        for (last, actions) in [
+            (Cancelled, vec![Publish, Unpublish, Complete]),
+            (Completed, vec![Publish, Unpublish, Cancel, Complete]),
+        ] {
+            for action in actions {
                 assert_eq!(
                     last.apply(action, future, now),
                     Err(final_state()),
@@ -167,5 +183,16 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn an_event_completes_at_its_end_or_a_day_after_its_start() {
+        let start = Utc::now();
+        let end = start + chrono::Duration::hours(3);
+        assert_eq!(completes_at(start, Some(end)), end);
+        assert_eq!(
+            completes_at(start, None),
+            start + chrono::Duration::hours(24)
+        );
     }
 }

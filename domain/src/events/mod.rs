@@ -2,6 +2,7 @@
 //! ticket type are.
 
 pub mod lifecycle;
+pub mod payments;
 pub mod registrations;
 pub mod seats;
 pub mod slug;

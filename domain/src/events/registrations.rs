@@ -88,23 +88,34 @@ impl RegistrationStatus {
         }
     }
 
-    /// Whether the registration can be cancelled, or why not.
-    pub fn cancel(self) -> Result<RegistrationStatus, Refusal> {
-        match self {
-            Self::Reserved | Self::Pending | Self::Confirmed => Ok(Self::Cancelled),
-            Self::CheckedIn => Err(Refusal::with(
+    /// What `DELETE /registrations/{id}` does (the spec's "(any) → CANCELLED"): an active
+    /// registration is cancelled; one that holds no seat any more is already where the request
+    /// wants it (`None`: nothing to do, 204); after check-in only an organizer may cancel.
+    pub fn cancel(self, by: Canceller) -> Result<Option<RegistrationStatus>, Refusal> {
+        match (self, by) {
+            (Self::Reserved | Self::Pending | Self::Confirmed, _) => Ok(Some(Self::Cancelled)),
+            (Self::CheckedIn, Canceller::Organizer) => Ok(Some(Self::Cancelled)),
+            (Self::CheckedIn, Canceller::Participant) => Err(Refusal::with(
                 ErrorCode::BusinessRule,
-                "После входа регистрацию отменить нельзя",
-                "A registration cannot be cancelled after check-in",
+                "После входа регистрацию может отменить только организатор",
+                "After check-in only an organizer can cancel the registration",
             )),
-            Self::Cancelled | Self::Expired => Err(Refusal::with(
-                ErrorCode::BusinessRule,
-                "Регистрация уже отменена или истекла",
-                "The registration is already cancelled or expired",
-            )),
+            (Self::Cancelled | Self::Expired, _) => Ok(None),
         }
     }
 }
+
+/// Who cancels a registration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Canceller {
+    /// The person it belongs to.
+    Participant,
+    /// An organizer of the event's organization.
+    Organizer,
+}
+
+/// Why a registration was cancelled together with its event.
+pub const EVENT_CANCELLED: &str = "EVENT_CANCELLED";
 
 impl FromStr for RegistrationStatus {
     type Err = ();
@@ -174,8 +185,24 @@ mod tests {
         for s in [Reserved, Pending, Cancelled, Expired] {
             assert_eq!(s.check_in().unwrap_err().code, ErrorCode::BusinessRule);
         }
-        assert!(CheckedIn.cancel().is_err() && Cancelled.cancel().is_err());
-        assert_eq!(Reserved.cancel(), Ok(Cancelled));
+        use Canceller::*;
+        for s in [Reserved, Pending, Confirmed] {
+            assert_eq!(s.cancel(Participant), Ok(Some(Cancelled)));
+            assert_eq!(s.cancel(Organizer), Ok(Some(Cancelled)));
+        }
+        assert_eq!(
+            CheckedIn.cancel(Participant).unwrap_err().code,
+            ErrorCode::BusinessRule
+        );
+        assert_eq!(CheckedIn.cancel(Organizer), Ok(Some(Cancelled)));
+        for s in [Cancelled, Expired] {
+            assert_eq!(
+                s.cancel(Participant),
+                Ok(None),
+                "already where DELETE wants it"
+            );
+            assert_eq!(s.cancel(Organizer), Ok(None));
+        }
     }
 
     #[test]

@@ -266,15 +266,17 @@ pub struct CreateRegistrationRequest {
     pub ticket_type_id: Uuid,
     /// Contact email.
     pub email: Option<String>,
-    /// First name.
+    /// First name; the profile's when empty or absent.
     #[serde(default)]
     pub first_name: String,
-    /// Last name.
+    /// Last name; the profile's when empty or absent.
     #[serde(default)]
     pub last_name: String,
     /// Answers to the organizer's questions.
     #[schema(value_type = Option<Object>)]
     pub custom_fields: Option<serde_json::Value>,
+    /// Where the person came from (a short slug such as `vk`), counted by the dashboard.
+    pub source: Option<String>,
 }
 
 /// A registration. Participants looking at an OPEN event's list see names and ticket types
@@ -320,6 +322,9 @@ pub struct RegistrationDto {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
+    /// Where the person came from, if the client said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 impl RegistrationDto {
@@ -343,6 +348,7 @@ impl RegistrationDto {
             cancellation_reason: r.cancellation_reason,
             created_at: r.created_at,
             updated_at: r.updated_at,
+            source: r.source,
         }
     }
 
@@ -352,6 +358,7 @@ impl RegistrationDto {
             email: None,
             confirmation_code: None,
             custom_fields: None,
+            source: None,
             ..Self::full(r)
         }
     }

@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod dto;
+pub mod payments;
 pub mod registrations;
 pub mod ticket_types;
 pub mod waitlist;
@@ -56,6 +57,11 @@ pub fn routes() -> Router<AppState> {
             post(registrations::check_in),
         )
         .route(
+            "/api/v1/registrations/{id}/mark-paid",
+            post(payments::mark_paid),
+        )
+        .route("/api/v1/payments/webhook", post(payments::webhook))
+        .route(
             "/api/v1/events/{id}/waitlist",
             post(waitlist::join).delete(waitlist::leave),
         )
@@ -78,6 +84,7 @@ pub fn self_idempotent_routes() -> Router<AppState> {
         ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
         registrations::create, registrations::list, registrations::get, registrations::cancel,
         registrations::check_in, registrations::check_in_by_code, waitlist::join, waitlist::leave,
+        payments::webhook, payments::mark_paid,
     ),
     tags(
         (name = "events", description = "Events and ticket types"),

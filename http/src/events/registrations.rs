@@ -74,6 +74,9 @@ pub async fn create(
         .map(|e| rules::normalize_email(&mut errors, "email", e));
     rules::check_name(&mut errors, "firstName", &body.first_name);
     rules::check_name(&mut errors, "lastName", &body.last_name);
+    if let Some(source) = &body.source {
+        domain::analytics::check_source(&mut errors, "source", source);
+    }
     let custom_fields = body.custom_fields.unwrap_or_else(|| serde_json::json!({}));
     if !custom_fields.is_object() {
         errors.add(
@@ -100,11 +103,13 @@ pub async fn create(
             &body.first_name,
             &body.last_name,
             &custom_fields,
+            &body.source,
         ),
         email,
         first_name: body.first_name.trim().to_string(),
         last_name: body.last_name.trim().to_string(),
         custom_fields,
+        source: body.source,
     };
     // Visibility, the sales window and the key's earlier answers are judged by the ticket
     // type's actor inside its group commit: a request costs no statement of its own.
@@ -170,6 +175,7 @@ fn request_hash(
     first_name: &str,
     last_name: &str,
     custom_fields: &serde_json::Value,
+    source: &Option<String>,
 ) -> Vec<u8> {
     let canonical = serde_json::json!([
         event,
@@ -177,7 +183,8 @@ fn request_hash(
         email,
         first_name,
         last_name,
-        custom_fields
+        custom_fields,
+        source
     ]);
     Sha256::digest(canonical.to_string().as_bytes()).to_vec()
 }
@@ -239,6 +246,7 @@ pub async fn get(
 }
 
 /// Cancels a registration (its participant, or an organizer of its event); the seat is freed.
+/// One already cancelled or expired answers 204 too; after check-in only an organizer may.
 #[utoipa::path(delete, path = "/api/v1/registrations/{id}", tag = "registrations",
     responses((status = 204), (status = 404, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn cancel(
@@ -251,7 +259,12 @@ pub async fn cancel(
     let as_participant =
         registrations::cancel(&state.db, Canceller::Participant(user), id, None, now).await;
     match as_participant {
-        Err(storage::Error::Refused(r)) if r.code == ErrorCode::NotFound => {
+        // Not theirs, or checked in (which only an organizer may undo): an organizer of the
+        // event's organization may still cancel it.
+        Err(storage::Error::Refused(r))
+            if r.code == ErrorCode::NotFound
+                || (r.code == ErrorCode::BusinessRule && organizer(&caller).is_ok()) =>
+        {
             let (tenant, user) = organizer(&caller).map_err(|_| ApiError::not_found())?;
             registrations::cancel(
                 &state.db,

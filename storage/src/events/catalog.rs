@@ -484,7 +484,8 @@ pub async fn update(
     Ok(event)
 }
 
-/// Applies a life-cycle action and publishes its event.
+/// Applies a life-cycle action and publishes its event. Cancelling follows through for
+/// everyone the event touches (`cancellation`); cancelling a cancelled event changes nothing.
 pub async fn transition(
     db: &Database,
     tenant: TenantId,
@@ -494,8 +495,25 @@ pub async fn transition(
     now: DateTime<Utc>,
 ) -> Result<Event> {
     let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
-    let event = lock(&tx, id).await?;
+    let event = apply(&tx, tenant, Some(user), id, action, now).await?;
+    tx.commit().await?;
+    Ok(event)
+}
+
+/// `transition` inside `tx`.
+async fn apply(
+    tx: &crate::Tx,
+    tenant: TenantId,
+    user: Option<UserId>,
+    id: Uuid,
+    action: Action,
+    now: DateTime<Utc>,
+) -> Result<Event> {
+    let event = lock(tx, id).await?;
     let next = event.status.apply(action, event.starts_at, now)?;
+    if next == event.status {
+        return Ok(event);
+    }
     let row = tx
         .query_one(
             &format!(
@@ -508,16 +526,51 @@ pub async fn transition(
         .await?;
     let event = from_row(&row);
     let kind = match action {
-        Action::Publish => Some("event.published"),
-        Action::Cancel => Some("event.cancelled"),
-        Action::Complete => Some("event.completed"),
-        Action::Unpublish => Some("event.unpublished"),
+        Action::Publish => "event.published",
+        Action::Cancel => "event.cancelled",
+        Action::Complete => "event.completed",
+        Action::Unpublish => "event.unpublished",
     };
-    if let Some(kind) = kind {
-        publish(&tx, kind, Some(tenant), Some(user), payload(&event)).await?;
+    // The notice goes out before the registrations it ends, so a consumer reading in order
+    // still knows who held a seat.
+    publish(tx, kind, Some(tenant), user, payload(&event)).await?;
+    if action == Action::Cancel {
+        let summary = super::registrations::event_summary(tx, id).await?;
+        let done = super::cancellation::follow_through(tx, tenant, user, id, &summary, now).await?;
+        tracing::info!(
+            event = %id,
+            registrations = done.registrations,
+            refunds = done.refunds,
+            waiting_closed = done.waiting_closed,
+            "event cancelled"
+        );
     }
-    tx.commit().await?;
     Ok(event)
+}
+
+/// Cancels every event of an organization that is not over yet (the organization was
+/// deleted), following through for their participants, then archives them all. Runs in a
+/// transaction of the organization's tenant.
+pub async fn cancel_all_of(tx: &crate::Tx, tenant: TenantId, now: DateTime<Utc>) -> Result<usize> {
+    let open: Vec<Uuid> = tx
+        .query(
+            "SELECT id FROM event_service.events
+             WHERE deleted_at IS NULL AND status IN ('DRAFT', 'PUBLISHED') ORDER BY id",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for id in &open {
+        apply(tx, tenant, None, *id, Action::Cancel, now).await?;
+    }
+    tx.execute(
+        "UPDATE event_service.events SET deleted_at = $1, updated_at = $1 WHERE deleted_at IS NULL",
+        &[&now],
+    )
+    .await?;
+    Ok(open.len())
 }
 
 /// Soft-deletes an event of the tenant. A published event must be cancelled first, so its
@@ -556,13 +609,15 @@ pub async fn delete(
     Ok(())
 }
 
-/// Completes every published event whose end (or start, without an end) has passed.
+/// Completes every published event whose end has passed (`domain::events::lifecycle::
+/// completes_at`: its end, or a day after its start when it has none).
 /// Returns how many were completed.
 pub async fn complete_ended(db: &Database, now: DateTime<Utc>) -> Result<usize> {
     update_and_announce(
         db,
         "SET status = 'COMPLETED', updated_at = $1
-         WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND COALESCE(ends_at, starts_at) < $1",
+         WHERE status = 'PUBLISHED' AND deleted_at IS NULL
+           AND COALESCE(ends_at, starts_at + interval '24 hours') < $1",
         "event.completed",
         &[&now],
     )

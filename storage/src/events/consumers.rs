@@ -1,14 +1,17 @@
 //! What the event service takes from other services' events: the groups behind private
-//! events (group.created, group.member.added, group.deleted), the archiving of a deleted
-//! organization's events (organization.deleted), and payments (payment.completed confirms,
-//! payment.failed and payment.refunded cancel). Each event is applied once.
+//! events (group.created, group.member.added, group.deleted), the cancelling and archiving of
+//! a deleted organization's events (organization.deleted), the people who register (names and
+//! email from user.registered / user.updated, so tickets carry them), and payments
+//! (payment.completed, payment.failed, payment.refunded: see `events::payments`). Each event
+//! is applied once.
 
 use crate::broker::{Handler, HandlerError};
 use crate::db::{Database, Schema, Scope};
-use crate::events::registrations::{self, Payment};
+use crate::events::payments::{self, Notice};
 use crate::inbox;
 use async_trait::async_trait;
 use domain::envelope::Envelope;
+use domain::events::payments::{Channel, PaymentKind};
 use uuid::Uuid;
 
 /// The consumer name (queue `bilet.events`).
@@ -23,6 +26,8 @@ pub const PATTERNS: &[&str] = &[
     "payment.completed",
     "payment.failed",
     "payment.refunded",
+    "user.registered",
+    "user.updated",
 ];
 
 /// Applies identity events to the event service's projections.
@@ -47,26 +52,14 @@ fn uuid_of(event: &Envelope, field: &str) -> Result<Uuid, HandlerError> {
 #[async_trait]
 impl Handler for Projections {
     async fn handle(&self, event: &Envelope) -> Result<(), HandlerError> {
-        if let Some(payment) = match event.event_type.as_str() {
-            "payment.completed" => Some(Payment::Completed),
-            "payment.failed" => Some(Payment::Failed),
-            "payment.refunded" => Some(Payment::Refunded),
-            _ => None,
-        } {
-            // A payment names a registration; which tenant it belongs to is the registration's.
-            let tx = self.db.begin(Scope::system()).await?;
-            if !inbox::claim(&tx, Schema::EventService, CONSUMER, event.id).await? {
-                return Ok(());
-            }
-            let registration = uuid_of(event, "registrationId")?;
-            if registrations::apply_payment(&tx, registration, payment, event.occurred_at)
-                .await?
-                .is_none()
-            {
-                tracing::warn!(%registration, kind = %event.event_type, "payment event changed nothing");
-            }
-            tx.commit().await?;
-            return Ok(());
+        if let Some(kind) = PaymentKind::from_type(&event.event_type) {
+            return self.payment(event, kind).await;
+        }
+        if matches!(
+            event.event_type.as_str(),
+            "user.registered" | "user.updated"
+        ) {
+            return self.person(event).await;
         }
         let tenant = match event.tenant_id {
             Some(t) => t,
@@ -110,15 +103,83 @@ impl Handler for Projections {
                 .await?;
             }
             "organization.deleted" => {
-                let archived = tx
-                    .execute(
-                        "UPDATE event_service.events SET deleted_at = $1, updated_at = $1 WHERE deleted_at IS NULL",
-                        &[&event.occurred_at],
-                    )
-                    .await?;
-                tracing::info!(tenant = %tenant, archived, "events of a deleted organization archived");
+                // Its events end for their participants as a cancellation would, then go.
+                let cancelled =
+                    crate::events::catalog::cancel_all_of(&tx, tenant, event.occurred_at).await?;
+                tracing::info!(tenant = %tenant, cancelled, "events of a deleted organization cancelled and archived");
             }
             _ => {}
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+impl Projections {
+    /// A payment event: kept under the provider's id (`paymentId`, else the event's own id),
+    /// so one that also came by the webhook takes effect once.
+    async fn payment(&self, event: &Envelope, kind: PaymentKind) -> Result<(), HandlerError> {
+        let tx = self.db.begin(Scope::system()).await?;
+        if !inbox::claim(&tx, Schema::EventService, CONSUMER, event.id).await? {
+            return Ok(());
+        }
+        let notice = Notice {
+            id: event.data["paymentId"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| event.id.to_string()),
+            kind,
+            registration: uuid_of(event, "registrationId")?,
+            amount_cents: event.data["amountCents"].as_i64(),
+            currency: event.data["currency"].as_str().map(str::to_string),
+            channel: Channel::Broker,
+        };
+        match payments::receive(&tx, &notice, event.occurred_at).await {
+            Ok(receipt) => {
+                tracing::info!(registration = %notice.registration, outcome = receipt.outcome.as_str(),
+                    replayed = receipt.replayed, "payment applied");
+            }
+            // A payment for a registration nobody knows cannot be applied now or later.
+            Err(crate::Error::Refused(r)) if r.code == domain::ErrorCode::NotFound => {
+                tracing::warn!(registration = %notice.registration, kind = %event.event_type,
+                    "payment for an unknown registration ignored");
+            }
+            Err(e) => return Err(e.into()),
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Keeps a person's name and email, for the tickets they take later.
+    async fn person(&self, event: &Envelope) -> Result<(), HandlerError> {
+        let tx = self.db.begin(Scope::system()).await?;
+        if !inbox::claim(&tx, Schema::EventService, CONSUMER, event.id).await? {
+            return Ok(());
+        }
+        let user = uuid_of(event, "userId")?;
+        if event.data["deleted"].as_bool() == Some(true) {
+            tx.execute(
+                "DELETE FROM event_service.people WHERE user_id = $1",
+                &[&user],
+            )
+            .await?;
+        } else {
+            let text = |field: &str| event.data[field].as_str().unwrap_or_default().to_string();
+            tx.execute(
+                "INSERT INTO event_service.people (user_id, email, first_name, last_name, updated_at)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (user_id) DO UPDATE SET email = EXCLUDED.email,
+                    first_name = EXCLUDED.first_name, last_name = EXCLUDED.last_name, updated_at = EXCLUDED.updated_at
+                 WHERE event_service.people.updated_at <= EXCLUDED.updated_at",
+                &[
+                    &user,
+                    &event.data["email"].as_str(),
+                    &text("firstName"),
+                    &text("lastName"),
+                    &event.occurred_at,
+                ],
+            )
+            .await?;
         }
         tx.commit().await?;
         Ok(())

@@ -2,8 +2,10 @@
 //! projections it keeps from other services' events. Tenant isolation is the database's:
 //! every query runs in a scoped transaction under row level security.
 
+pub mod cancellation;
 pub mod catalog;
 pub mod consumers;
+pub mod payments;
 pub mod registrations;
 pub mod seats;
 pub mod ticket_types;

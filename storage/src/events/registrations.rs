@@ -7,7 +7,7 @@ use super::publish;
 use crate::db::{Database, DbError, Scope, Tx, page};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
+use domain::error::Refusal;
 use domain::events::registrations::{CheckInMethod, RegistrationStatus, Seat};
 use domain::ids::{TenantId, UserId};
 use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
@@ -73,11 +73,16 @@ pub struct Registration {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
+    /// Where the person came from (a short slug, e.g. `vk`), if the client said.
+    pub source: Option<String>,
 }
 
 pub(super) const COLUMNS: &str = "r.id, r.tenant_id, r.event_id, r.ticket_type_id, r.user_id, r.email, r.first_name, r.last_name,
     r.confirmation_code, r.status, r.custom_fields, r.price_cents, r.currency, r.expires_at, r.cancelled_at,
-    r.cancellation_reason, r.created_at, r.updated_at";
+    r.cancellation_reason, r.created_at, r.updated_at, r.source";
+
+/// How many columns `COLUMNS` reads: what a query selects after them starts here.
+pub(super) const COLUMN_COUNT: usize = 19;
 
 pub(super) fn from_row(row: &Row) -> Registration {
     let status: String = row.get(9);
@@ -100,6 +105,7 @@ pub(super) fn from_row(row: &Row) -> Registration {
         cancellation_reason: row.get(15),
         created_at: row.get(16),
         updated_at: row.get(17),
+        source: row.get(18),
     }
 }
 
@@ -119,12 +125,13 @@ pub fn payload(r: &Registration, event: &serde_json::Value) -> serde_json::Value
         "currency": r.currency,
         "expiresAt": r.expires_at,
         "cancellationReason": r.cancellation_reason,
+        "source": r.source,
         "event": event,
     })
 }
 
 /// What a batch needs to know about its event, for the events it publishes.
-async fn event_summary(tx: &Tx, event: Uuid) -> Result<serde_json::Value> {
+pub(super) async fn event_summary(tx: &Tx, event: Uuid) -> Result<serde_json::Value> {
     let row = tx
         .query_opt(
             &format!("SELECT {SUMMARY_COLUMNS} FROM event_service.events e WHERE e.id = $1"),
@@ -241,7 +248,7 @@ pub async fn list_as_participant(
 
 /// Locks a registration and its ticket type (always in that order of tables: ticket type
 /// first, as creation does, so concurrent changes cannot deadlock).
-async fn lock(tx: &Tx, id: Uuid) -> Result<Registration> {
+pub(super) async fn lock(tx: &Tx, id: Uuid) -> Result<Registration> {
     let type_id: Uuid = tx
         .query_opt(
             "SELECT ticket_type_id FROM event_service.registrations WHERE id = $1",
@@ -267,7 +274,7 @@ async fn lock(tx: &Tx, id: Uuid) -> Result<Registration> {
 }
 
 /// Moves a registration to `next`, adjusting its ticket type's seats, inside `tx`.
-async fn move_to(
+pub(super) async fn move_to(
     tx: &Tx,
     r: &Registration,
     next: RegistrationStatus,
@@ -314,7 +321,8 @@ pub enum Canceller {
     Organizer(TenantId, UserId),
 }
 
-/// Cancels a registration and frees its seat; publishes registration.cancelled.
+/// Cancels a registration and frees its seat; publishes registration.cancelled. One that
+/// holds no seat any more (cancelled, expired) is answered as it is.
 pub async fn cancel(
     db: &Database,
     by: Canceller,
@@ -344,7 +352,14 @@ pub async fn cancel(
         .begin(Scope::tenant(owner.tenant_id, Some(actor)))
         .await?;
     let current = lock(&tx, id).await?;
-    let next = current.status.cancel()?;
+    let who = match by {
+        Canceller::Participant(_) => domain::events::registrations::Canceller::Participant,
+        Canceller::Organizer(..) => domain::events::registrations::Canceller::Organizer,
+    };
+    // Already holding no seat: the request's wish is granted as it stands.
+    let Some(next) = current.status.cancel(who)? else {
+        return Ok(current);
+    };
     let cancelled = move_to(
         &tx,
         &current,
@@ -365,58 +380,6 @@ pub async fn cancel(
     .await?;
     tx.commit().await?;
     Ok(cancelled)
-}
-
-/// Result of a payment event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Payment {
-    /// payment.completed: confirm.
-    Completed,
-    /// payment.failed: cancel.
-    Failed,
-    /// payment.refunded: cancel.
-    Refunded,
-}
-
-/// Applies a payment outcome to a registration (a consumer of payment events). Returns the
-/// registration after the change, or None when there was nothing to change.
-pub async fn apply_payment(
-    tx: &Tx,
-    id: Uuid,
-    payment: Payment,
-    now: DateTime<Utc>,
-) -> Result<Option<Registration>> {
-    let current = match lock(tx, id).await {
-        Ok(r) => r,
-        Err(crate::Error::Refused(r)) if r.code == ErrorCode::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let next = match (payment, current.status) {
-        (Payment::Completed, RegistrationStatus::Reserved | RegistrationStatus::Pending) => {
-            RegistrationStatus::Confirmed
-        }
-        (Payment::Failed | Payment::Refunded, s) if s.is_active() => RegistrationStatus::Cancelled,
-        _ => return Ok(None),
-    };
-    let reason = match payment {
-        Payment::Completed => None,
-        Payment::Failed => Some("PAYMENT_FAILED"),
-        Payment::Refunded => Some("PAYMENT_REFUNDED"),
-    };
-    let changed = move_to(tx, &current, next, reason, now).await?;
-    if next == RegistrationStatus::Cancelled {
-        super::waitlist::notify_next(tx, changed.ticket_type_id, now).await?;
-        let summary = event_summary(tx, changed.event_id).await?;
-        publish(
-            tx,
-            "registration.cancelled",
-            Some(changed.tenant_id),
-            None,
-            payload(&changed, &summary),
-        )
-        .await?;
-    }
-    Ok(Some(changed))
 }
 
 /// Expires every reservation whose time has run out; publishes reservation.expired for

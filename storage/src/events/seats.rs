@@ -5,7 +5,7 @@
 //! already registered and how many seats are free are all read in the batch's first round trip.
 
 use super::registrations::{
-    COLUMNS, Registration, SUMMARY_COLUMNS, from_row, payload, summary_from,
+    COLUMN_COUNT, COLUMNS, Registration, SUMMARY_COLUMNS, from_row, payload, summary_from,
 };
 use crate::db::{Database, Scope};
 use crate::error::Result;
@@ -40,6 +40,8 @@ pub struct SeatRequest {
     pub last_name: String,
     /// Answers to the organizer's questions.
     pub custom_fields: serde_json::Value,
+    /// Where the person came from (a short slug), if the client said.
+    pub source: Option<String>,
 }
 
 /// The answer to one seat request.
@@ -94,6 +96,7 @@ struct Offer {
     deleted: bool,
     private: bool,
     any_holds: bool,
+    anyone_waiting: bool,
     registered: HashSet<Uuid>,
     group_members: HashSet<Uuid>,
     summary: serde_json::Value,
@@ -122,6 +125,7 @@ pub async fn commit_batch(
             t.reservation_minutes, t.is_active, t.sales_start, t.sales_end,
             e.status, e.deleted_at IS NOT NULL, e.group_id IS NOT NULL,
             EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.ticket_type_id = t.id AND w.status = 'NOTIFIED'),
+            EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.event_id = t.event_id AND w.status = 'WAITING'),
             ARRAY(SELECT u.id FROM UNNEST($2::uuid[]) AS u(id) CROSS JOIN LATERAL (
                     SELECT 1 FROM event_service.registrations r WHERE r.event_id = t.event_id AND r.user_id = u.id
                     AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN') LIMIT 1) active),
@@ -166,14 +170,15 @@ pub async fn commit_batch(
         deleted: row.get(9),
         private: row.get(10),
         any_holds: row.get(11),
-        registered: row.get::<_, Vec<Uuid>>(12).into_iter().collect(),
-        group_members: row.get::<_, Vec<Uuid>>(13).into_iter().collect(),
-        summary: summary_from(&row, event, 14),
+        anyone_waiting: row.get(12),
+        registered: row.get::<_, Vec<Uuid>>(13).into_iter().collect(),
+        group_members: row.get::<_, Vec<Uuid>>(14).into_iter().collect(),
+        summary: summary_from(&row, event, 15),
     };
     let answered: HashMap<(Uuid, Uuid), (Vec<u8>, SeatOutcome)> = answered_rows
         .iter()
         .map(|r| {
-            let at = 18;
+            let at = COLUMN_COUNT;
             let outcome = if r.get::<_, bool>(at + 4) {
                 SeatOutcome::Created(Box::new(from_row(r)))
             } else {
@@ -264,6 +269,11 @@ pub async fn commit_batch(
             created.insert(registration.id, registration);
         }
         crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events).await?;
+        if offer.anyone_waiting {
+            // Registering ends one's wait for the event's other ticket types.
+            let registered: Vec<Uuid> = created.values().map(|r| r.user_id.as_uuid()).collect();
+            super::waitlist::close_for(&tx, offer.event, &registered).await?;
+        }
     }
     tx.commit().await?;
 
@@ -423,6 +433,7 @@ async fn insert(
     let firsts: Vec<&str> = chosen.iter().map(|c| of(c).first_name.as_str()).collect();
     let lasts: Vec<&str> = chosen.iter().map(|c| of(c).last_name.as_str()).collect();
     let fields: Vec<&serde_json::Value> = chosen.iter().map(|c| &of(c).custom_fields).collect();
+    let sources: Vec<Option<&str>> = chosen.iter().map(|c| of(c).source.as_deref()).collect();
     let (sold_add, reserved_add) = match status.seat() {
         Seat::Sold => (chosen.len() as i32, 0),
         _ => (0, chosen.len() as i32),
@@ -432,11 +443,14 @@ async fn insert(
             "WITH r AS (
                 INSERT INTO event_service.registrations (id, tenant_id, event_id, ticket_type_id, user_id, email,
                     first_name, last_name, confirmation_code, status, custom_fields, price_cents, currency,
-                    expires_at, created_at, updated_at)
-                SELECT u.id, $1, $2, $3, u.user_id, u.email, u.first_name, u.last_name, u.code, $4, u.fields,
-                       $5, $6, $7, $8, $8
-                FROM UNNEST($9::uuid[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[])
-                     AS u(id, user_id, email, first_name, last_name, code, fields)
+                    expires_at, created_at, updated_at, source)
+                SELECT u.id, $1, $2, $3, u.user_id, COALESCE(u.email, p.email),
+                       COALESCE(NULLIF(u.first_name, ''), p.first_name, ''),
+                       COALESCE(NULLIF(u.last_name, ''), p.last_name, ''),
+                       u.code, $4, u.fields, $5, $6, $7, $8, $8, u.source
+                FROM UNNEST($9::uuid[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[], $18::text[])
+                     AS u(id, user_id, email, first_name, last_name, code, fields, source)
+                LEFT JOIN event_service.people p ON p.user_id = u.user_id
                 RETURNING *
              ), counted AS (
                 UPDATE event_service.ticket_types SET sold_count = sold_count + $16, reserved_count = reserved_count + $17
@@ -465,6 +479,7 @@ async fn insert(
                 &fields,
                 &sold_add,
                 &reserved_add,
+                &sources,
             ],
         )
         .await?)

@@ -169,18 +169,49 @@ async fn release_hold(tx: &Tx, ticket_type: Uuid) -> Result<()> {
     Ok(())
 }
 
-/// Offers every free seat of a (locked) ticket type to the next people waiting.
-pub async fn notify_next(tx: &Tx, ticket_type: Uuid, now: DateTime<Utc>) -> Result<usize> {
-    let free: i32 = tx
-        .query_one(
-            "SELECT quantity - sold_count - reserved_count FROM event_service.ticket_types WHERE id = $1",
-            &[&ticket_type],
-        )
-        .await?
-        .get(0);
-    if free <= 0 {
+/// Registering ends one's wait: the WAITING entries of `users` for `event` are closed.
+/// (A seat held for them on another ticket type is released by the next sweep, which runs
+/// with that type's row locked.)
+pub async fn close_for(tx: &Tx, event: Uuid, users: &[Uuid]) -> Result<u64> {
+    if users.is_empty() {
         return Ok(0);
     }
+    Ok(tx
+        .execute(
+            "UPDATE event_service.waiting_list SET status = 'CLOSED'
+             WHERE event_id = $1 AND user_id = ANY($2) AND status = 'WAITING'",
+            &[&event, &users],
+        )
+        .await?)
+}
+
+/// Offers every free seat of a (locked) ticket type to the next people waiting, but only
+/// seats they can use: the event takes registrations, the type is on sale, and the person
+/// holds no other registration for the event (their entry is closed instead).
+pub async fn notify_next(tx: &Tx, ticket_type: Uuid, now: DateTime<Utc>) -> Result<usize> {
+    let row = tx
+        .query_one(
+            "SELECT t.quantity - t.sold_count - t.reserved_count, e.status = 'PUBLISHED' AND e.deleted_at IS NULL,
+                t.is_active, t.sales_start, t.sales_end
+             FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
+             WHERE t.id = $1",
+            &[&ticket_type],
+        )
+        .await?;
+    let free: i32 = row.get(0);
+    let open = row.get::<_, bool>(1)
+        && domain::events::seats::on_sale(row.get(2), row.get(3), row.get(4), now);
+    if free <= 0 || !open {
+        return Ok(0);
+    }
+    tx.execute(
+        "UPDATE event_service.waiting_list w SET status = 'CLOSED'
+         WHERE w.ticket_type_id = $1 AND w.status = 'WAITING' AND EXISTS (
+            SELECT 1 FROM event_service.registrations r WHERE r.event_id = w.event_id AND r.user_id = w.user_id
+              AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))",
+        &[&ticket_type],
+    )
+    .await?;
     let until = now + hold();
     let rows = tx
         .query(
@@ -207,7 +238,7 @@ pub async fn notify_next(tx: &Tx, ticket_type: Uuid, now: DateTime<Utc>) -> Resu
         let email: Option<String> = row.get(9);
         let event = tx
             .query_one(
-                "SELECT title, starts_at, slug FROM event_service.events WHERE id = $1",
+                "SELECT title, starts_at, slug, timezone FROM event_service.events WHERE id = $1",
                 &[&entry.event_id],
             )
             .await?;
@@ -223,7 +254,7 @@ pub async fn notify_next(tx: &Tx, ticket_type: Uuid, now: DateTime<Utc>) -> Resu
                 "userId": entry.user_id,
                 "email": email,
                 "expiresAt": entry.expires_at,
-                "event": {"eventId": entry.event_id, "title": event.get::<_, String>(0), "startsAt": event.get::<_, DateTime<Utc>>(1), "slug": event.get::<_, String>(2)},
+                "event": {"eventId": entry.event_id, "title": event.get::<_, String>(0), "startsAt": event.get::<_, DateTime<Utc>>(1), "slug": event.get::<_, String>(2), "timezone": event.get::<_, String>(3)},
             }),
         )
         .await?;
@@ -257,13 +288,17 @@ pub async fn convert_holds(
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
-/// Expires holds not used within 24 hours and offers their seats to the next people.
+/// Expires holds not used within 24 hours, and releases holds of people who registered for
+/// another ticket type of the event meanwhile; offers their seats to the next people.
 pub async fn expire_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
     let tx = db.begin(Scope::system()).await?;
     let due: Vec<(Uuid, Uuid)> = tx
         .query(
-            "SELECT id, ticket_type_id FROM event_service.waiting_list WHERE status = 'NOTIFIED' AND expires_at <= $1
-             ORDER BY ticket_type_id LIMIT 500",
+            "SELECT w.id, w.ticket_type_id FROM event_service.waiting_list w WHERE w.status = 'NOTIFIED'
+               AND (w.expires_at <= $1 OR EXISTS (
+                   SELECT 1 FROM event_service.registrations r WHERE r.event_id = w.event_id AND r.user_id = w.user_id
+                     AND r.ticket_type_id <> w.ticket_type_id AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')))
+             ORDER BY w.ticket_type_id LIMIT 500",
             &[&now],
         )
         .await?
@@ -279,7 +314,8 @@ pub async fn expire_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
         .await?;
         let changed = tx
             .execute(
-                "UPDATE event_service.waiting_list SET status = 'EXPIRED' WHERE id = $1 AND status = 'NOTIFIED' AND expires_at <= $2",
+                "UPDATE event_service.waiting_list w SET status = CASE WHEN w.expires_at <= $2 THEN 'EXPIRED' ELSE 'CLOSED' END
+                 WHERE w.id = $1 AND w.status = 'NOTIFIED'",
                 &[&id, &now],
             )
             .await?;

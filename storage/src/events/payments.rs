@@ -1,0 +1,267 @@
+//! Payments reaching a registration, by whichever door they come: a payment event on the
+//! broker, the provider's signed webhook, or an organizer confirming cash. Each payment is
+//! kept under the provider's id, so the same payment twice takes effect once; what it does is
+//! `domain::events::payments::effect`: confirm, take a free seat for a reservation that ran
+//! out, cancel on failure or refund, or ask for a refund when it can buy nothing. The
+//! registration's ticket type is locked first, like every seat change.
+
+use super::publish;
+use super::registrations::{
+    Registration, event_summary, lock as lock_registration, move_to, payload,
+};
+use crate::db::Tx;
+use crate::error::Result;
+use chrono::{DateTime, Utc};
+use domain::error::{ErrorCode, Refusal};
+use domain::events::payments::{
+    Channel, PaymentKind, PaymentOutcome, SeatChance, cancellation_reason, effect,
+};
+use domain::events::registrations::RegistrationStatus;
+use domain::events::seats::on_sale;
+use serde_json::json;
+use uuid::Uuid;
+
+/// A payment as it reached bilet.
+#[derive(Clone, Debug)]
+pub struct Notice {
+    /// The provider's id of the payment (deduplicates it).
+    pub id: String,
+    /// What happened.
+    pub kind: PaymentKind,
+    /// The registration it pays for.
+    pub registration: Uuid,
+    /// The amount, when told.
+    pub amount_cents: Option<i64>,
+    /// Its currency, when told.
+    pub currency: Option<String>,
+    /// Which door it came by.
+    pub channel: Channel,
+}
+
+/// What a payment did.
+#[derive(Clone, Debug)]
+pub struct Receipt {
+    /// The effect.
+    pub outcome: PaymentOutcome,
+    /// The registration afterwards.
+    pub registration: Registration,
+    /// The payment had been received before; nothing happened this time.
+    pub replayed: bool,
+}
+
+/// Applies a payment inside `tx` (a system-scope transaction: the payment names only its
+/// registration). An unknown registration is `not_found`.
+pub async fn receive(tx: &Tx, notice: &Notice, now: DateTime<Utc>) -> Result<Receipt> {
+    if let Some(row) = tx
+        .query_opt(
+            "SELECT outcome, registration_id FROM event_service.payments WHERE id = $1",
+            &[&notice.id],
+        )
+        .await?
+    {
+        let outcome =
+            PaymentOutcome::parse(row.get::<_, &str>(0)).unwrap_or(PaymentOutcome::NoChange);
+        let registration = lock_registration(tx, row.get(1)).await?;
+        return Ok(Receipt {
+            outcome,
+            registration,
+            replayed: true,
+        });
+    }
+    let current = lock_registration(tx, notice.registration).await?;
+    let (chance, event_cancelled) = seat_chance(tx, &current, now).await?;
+    let outcome = match notice.channel {
+        Channel::Manual => manual_effect(current.status, chance)?,
+        _ => effect(notice.kind, current.status, chance),
+    };
+    let registration = match outcome {
+        PaymentOutcome::Confirmed | PaymentOutcome::SeatTaken => {
+            let confirmed = move_to(tx, &current, RegistrationStatus::Confirmed, None, now).await?;
+            let summary = event_summary(tx, confirmed.event_id).await?;
+            let mut data = payload(&confirmed, &summary);
+            data["paymentId"] = json!(notice.id);
+            publish(
+                tx,
+                "registration.confirmed",
+                Some(confirmed.tenant_id),
+                None,
+                data,
+            )
+            .await?;
+            confirmed
+        }
+        PaymentOutcome::Cancelled => {
+            let reason = cancellation_reason(notice.kind);
+            let cancelled = move_to(
+                tx,
+                &current,
+                RegistrationStatus::Cancelled,
+                Some(reason),
+                now,
+            )
+            .await?;
+            super::waitlist::notify_next(tx, cancelled.ticket_type_id, now).await?;
+            let summary = event_summary(tx, cancelled.event_id).await?;
+            publish(
+                tx,
+                "registration.cancelled",
+                Some(cancelled.tenant_id),
+                None,
+                payload(&cancelled, &summary),
+            )
+            .await?;
+            cancelled
+        }
+        PaymentOutcome::RefundRequested => {
+            let reason = if event_cancelled {
+                domain::events::registrations::EVENT_CANCELLED
+            } else if current.status.is_active() {
+                "ALREADY_PAID"
+            } else {
+                "NO_SEAT"
+            };
+            let summary = event_summary(tx, current.event_id).await?;
+            publish(
+                tx,
+                "refund.requested",
+                Some(current.tenant_id),
+                None,
+                json!({
+                    "registrationId": current.id,
+                    "eventId": current.event_id,
+                    "userId": current.user_id,
+                    "email": current.email,
+                    "paymentId": notice.id,
+                    "amountCents": notice.amount_cents.unwrap_or(current.price_cents),
+                    "currency": notice.currency.clone().unwrap_or_else(|| current.currency.clone()),
+                    "reason": reason,
+                    "event": summary,
+                }),
+            )
+            .await?;
+            current
+        }
+        PaymentOutcome::NoChange => current,
+    };
+    tx.execute(
+        "INSERT INTO event_service.payments (id, tenant_id, registration_id, kind, amount_cents, currency,
+            channel, outcome, received_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        &[
+            &notice.id,
+            &registration.tenant_id.as_uuid(),
+            &registration.id,
+            &notice.kind.as_str(),
+            &notice.amount_cents,
+            &notice.currency,
+            &notice.channel.as_str(),
+            &outcome.as_str(),
+            &now,
+        ],
+    )
+    .await?;
+    // A payment that came by the webhook or by hand is announced like a broker payment, so
+    // receipts and analytics see every payment the same way. (Our own consumer finds it kept
+    // under its id and leaves it.)
+    if notice.channel != Channel::Broker {
+        let kind = match notice.kind {
+            PaymentKind::Completed => "payment.completed",
+            PaymentKind::Failed => "payment.failed",
+            PaymentKind::Refunded => "payment.refunded",
+        };
+        publish(
+            tx,
+            kind,
+            Some(registration.tenant_id),
+            None,
+            json!({
+                "paymentId": notice.id,
+                "registrationId": registration.id,
+                "eventId": registration.event_id,
+                "amountCents": notice.amount_cents.unwrap_or(registration.price_cents),
+                "currency": notice.currency.clone().unwrap_or_else(|| registration.currency.clone()),
+                "channel": notice.channel.as_str(),
+            }),
+        )
+        .await?;
+    }
+    Ok(Receipt {
+        outcome,
+        registration,
+        replayed: false,
+    })
+}
+
+/// An organizer taking cash: it confirms what awaits payment, takes a free seat for a
+/// reservation that ran out, and changes nothing for a registration already paid (a second
+/// click is not a second payment); without a free seat it is refused, since the money is
+/// still in the organizer's hand.
+fn manual_effect(
+    status: RegistrationStatus,
+    chance: SeatChance,
+) -> std::result::Result<PaymentOutcome, Refusal> {
+    use RegistrationStatus::*;
+    match status {
+        Confirmed | CheckedIn => Ok(PaymentOutcome::NoChange),
+        _ => match effect(PaymentKind::Completed, status, chance) {
+            PaymentOutcome::RefundRequested => Err(Refusal::with(
+                ErrorCode::BusinessRule,
+                "Свободного места для этой регистрации нет: верните деньги участнику",
+                "There is no free seat for this registration: give the money back",
+            )),
+            outcome => Ok(outcome),
+        },
+    }
+}
+
+/// Whether a seat of the registration's (locked) type could still be had, and whether the
+/// event was cancelled.
+async fn seat_chance(tx: &Tx, r: &Registration, now: DateTime<Utc>) -> Result<(SeatChance, bool)> {
+    let row = tx
+        .query_one(
+            "SELECT e.status, e.deleted_at IS NULL, t.is_active, t.sales_start, t.sales_end,
+                t.quantity - t.sold_count - t.reserved_count,
+                EXISTS (SELECT 1 FROM event_service.registrations o WHERE o.event_id = t.event_id
+                    AND o.user_id = $2 AND o.id <> $3 AND o.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))
+             FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
+             WHERE t.id = $1",
+            &[&r.ticket_type_id, &r.user_id.as_uuid(), &r.id],
+        )
+        .await?;
+    let status: String = row.get(0);
+    let open = status == "PUBLISHED"
+        && row.get::<_, bool>(1)
+        && on_sale(row.get(2), row.get(3), row.get(4), now);
+    Ok((
+        SeatChance {
+            open,
+            seat_free: row.get::<_, i32>(5) > 0,
+            registered_otherwise: row.get(6),
+        },
+        status == "CANCELLED",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cash_confirms_once_and_never_without_a_seat() {
+        let open = SeatChance {
+            open: true,
+            seat_free: true,
+            registered_otherwise: false,
+        };
+        let full = SeatChance {
+            seat_free: false,
+            ..open
+        };
+        use RegistrationStatus::*;
+        assert_eq!(manual_effect(Pending, open), Ok(PaymentOutcome::Confirmed));
+        assert_eq!(manual_effect(Confirmed, open), Ok(PaymentOutcome::NoChange));
+        assert_eq!(manual_effect(Expired, open), Ok(PaymentOutcome::SeatTaken));
+        assert!(manual_effect(Expired, full).is_err());
+        assert!(manual_effect(Cancelled, full).is_err());
+    }
+}
