@@ -409,7 +409,7 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
         cluster.urls["notifications"]
     );
     let payload = json!({"userId": attacker.user_id, "template": "event.cancelled",
-        "variables": {"eventTitle": "Fake", "eventDate": "now"}});
+        "variables": {"eventTitle": "Fake"}});
     let as_gateway = send(
         signed(
             &http,
@@ -441,6 +441,54 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
     )
     .await;
     assert_eq!(as_service.status, 202, "a service may: {}", as_service.body);
+
+    // The media service's internal route, the same way.
+    let attachable = format!(
+        "{}/internal/media/files/{}/attachable?user={}",
+        cluster.urls["media"],
+        uuid::Uuid::now_v7(),
+        attacker.user_id
+    );
+    let unsigned = send(http.get(&attachable).header("Accept-Language", "en")).await;
+    assert_clear_refusal(
+        "attachable unsigned",
+        unsigned.status,
+        &unsigned.body,
+        401,
+        "unauthorized",
+    );
+    let as_gateway = send(
+        signed(
+            &http,
+            reqwest::Method::GET,
+            &attachable,
+            Service::Gateway,
+            &[],
+        )
+        .header("Accept-Language", "en"),
+    )
+    .await;
+    assert_clear_refusal(
+        "attachable signed by a gateway",
+        as_gateway.status,
+        &as_gateway.body,
+        403,
+        "forbidden",
+    );
+    let as_service = send(signed(
+        &http,
+        reqwest::Method::GET,
+        &attachable,
+        Service::Identity,
+        &[],
+    ))
+    .await;
+    assert_eq!(as_service.status, 200, "{}", as_service.body);
+    assert_eq!(
+        as_service.body["attachable"], false,
+        "an unknown file is not attachable"
+    );
+    tried += 2;
 
     // Nothing the attacker did queued a message other than the service's own.
     let owner_db = t.owner().await;
