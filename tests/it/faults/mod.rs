@@ -1,5 +1,6 @@
 //! Faults that stop shared services; `make test` runs these alone, after the other tests.
 
+mod cancellation;
 mod cluster;
 
 use crate::outbox::{Applier, POLICY, counts, start_relay};

@@ -1,0 +1,207 @@
+//! kill -9 in the middle of cancelling a large event: the cancellation is one transaction, so
+//! the event is found either untouched or wholly cancelled, and cancelling again after the
+//! restart finishes the job with every registration cancelled, announced and refunded once.
+
+use super::serve;
+use crate::support::{TestDb, eventually, free_port};
+use std::time::{Duration, Instant};
+use storage::events::{catalog, ticket_types};
+
+const REGISTRATIONS: i64 = 100_000;
+
+async fn count(t: &TestDb, sql: &str, event: uuid::Uuid) -> i64 {
+    t.owner()
+        .await
+        .query_one(sql, &[&event])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn kill_9_during_a_large_cancellation_leaves_it_whole_or_undone() {
+    let t = TestDb::new().await;
+    let (tenant, organizer) = (domain::ids::TenantId::new(), domain::ids::UserId::new());
+    let now = chrono::Utc::now();
+    let event = catalog::create(
+        &t.db,
+        tenant,
+        organizer,
+        &catalog::NewEvent {
+            title: "Stadium".into(),
+            description: String::new(),
+            slug: None,
+            group_id: None,
+            participants_visibility: Default::default(),
+            starts_at: now + chrono::Duration::days(5),
+            ends_at: None,
+            timezone: "UTC".into(),
+            location_type: None,
+            location_address: None,
+            location_url: None,
+            cover_image_id: None,
+            settings: serde_json::json!({}),
+        },
+        now,
+    )
+    .await
+    .unwrap();
+    let ticket_type = ticket_types::create(
+        &t.db,
+        tenant,
+        organizer,
+        event.id,
+        &ticket_types::TicketFields {
+            name: "Paid".into(),
+            description: String::new(),
+            price_cents: 2500,
+            currency: "RUB".into(),
+            quantity: REGISTRATIONS as i32,
+            reservation_minutes: None,
+            prepayment_percent: 100,
+            sales_start: None,
+            sales_end: None,
+            sort_order: 0,
+            is_active: true,
+        },
+        now,
+    )
+    .await
+    .unwrap();
+    catalog::transition(
+        &t.db,
+        tenant,
+        organizer,
+        event.id,
+        domain::events::lifecycle::Action::Publish,
+        now,
+    )
+    .await
+    .unwrap();
+    // A sold-out stadium of paid, confirmed tickets, written directly.
+    let owner = t.owner().await;
+    owner
+        .execute(
+            "INSERT INTO event_service.registrations (id, tenant_id, event_id, ticket_type_id, user_id, first_name,
+                last_name, confirmation_code, status, custom_fields, price_cents, currency, created_at, updated_at)
+             SELECT gen_random_uuid(), $1, $2, $3, gen_random_uuid(), 'Fan', 'N' || i, 'Z' || lpad(i::text, 7, '0'),
+                'CONFIRMED', '{}', 2500, 'RUB', now(), now()
+             FROM generate_series(1, $4::bigint) AS i",
+            &[&tenant.as_uuid(), &event.id, &ticket_type.id, &REGISTRATIONS],
+        )
+        .await
+        .unwrap();
+    owner
+        .execute(
+            "UPDATE event_service.ticket_types SET sold_count = $2 WHERE id = $1",
+            &[&ticket_type.id, &(REGISTRATIONS as i32)],
+        )
+        .await
+        .unwrap();
+    owner.batch_execute("ANALYZE").await.unwrap();
+
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let ready = || async {
+        eventually(60, || async {
+            reqwest::get(format!("{base}/health/ready"))
+                .await
+                .is_ok_and(|r| r.status() == 200)
+        })
+        .await
+    };
+    let server = serve(&t, port);
+    assert!(ready().await);
+    let token = http::tokens::Tokens::new("test-secret-test-secret-test-secret")
+        .issue(
+            organizer,
+            None,
+            Some(tenant),
+            vec![domain::roles::Role::Owner],
+            None,
+            chrono::Utc::now(),
+        )
+        .unwrap()
+        .token;
+    let cancel = {
+        let (base, token, id) = (base.clone(), token.clone(), event.id);
+        move || {
+            let (base, token) = (base.clone(), token.clone());
+            async move {
+                reqwest::Client::new()
+                    .post(format!("{base}/api/v1/events/{id}/cancel"))
+                    .bearer_auth(&token)
+                    .timeout(Duration::from_secs(120))
+                    .send()
+                    .await
+            }
+        }
+    };
+
+    // The cancellation starts; the process is killed while it runs.
+    let first = tokio::spawn(cancel());
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    drop(server);
+    let _ = first.await;
+    let cancelled_at_kill = count(
+        &t,
+        "SELECT count(*) FROM event_service.registrations WHERE event_id = $1 AND status = 'CANCELLED'",
+        event.id,
+    )
+    .await;
+    let status: String = owner
+        .query_one(
+            "SELECT status FROM event_service.events WHERE id = $1",
+            &[&event.id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        (cancelled_at_kill == 0 && status == "PUBLISHED")
+            || (cancelled_at_kill == REGISTRATIONS && status == "CANCELLED"),
+        "all or nothing: {cancelled_at_kill} cancelled, event {status}"
+    );
+
+    // Started again, the organizer cancels again: done, whole.
+    let _server = serve(&t, port);
+    assert!(ready().await);
+    let started = Instant::now();
+    let reply = cancel().await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(reply.status(), 200);
+    for (sql, expected, what) in [
+        (
+            "SELECT count(*) FROM event_service.registrations WHERE event_id = $1 AND status = 'CANCELLED' AND cancellation_reason = 'EVENT_CANCELLED'",
+            REGISTRATIONS,
+            "registrations cancelled",
+        ),
+        (
+            "SELECT count(*) FROM event_service.outbox WHERE event_type = 'registration.cancelled' AND data->>'eventId' = $1::uuid::text",
+            REGISTRATIONS,
+            "cancellations announced",
+        ),
+        (
+            "SELECT count(*) FROM event_service.outbox WHERE event_type = 'refund.requested' AND data->>'eventId' = $1::uuid::text",
+            REGISTRATIONS,
+            "refunds asked",
+        ),
+        (
+            "SELECT count(*) FROM event_service.outbox WHERE event_type = 'event.cancelled' AND data->>'eventId' = $1::uuid::text",
+            1,
+            "event.cancelled once",
+        ),
+        (
+            "SELECT (sold_count + reserved_count)::bigint FROM event_service.ticket_types WHERE event_id = $1",
+            0,
+            "seats released",
+        ),
+    ] {
+        assert_eq!(count(&t, sql, event.id).await, expected, "{what}");
+    }
+    println!(
+        "large cancellation: killed with {cancelled_at_kill} of {REGISTRATIONS} cancelled (all or nothing); \
+         after the restart {REGISTRATIONS} registrations cancelled, announced and refunded once in {:.2} s",
+        took.as_secs_f64()
+    );
+}
