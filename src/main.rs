@@ -103,15 +103,31 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Dlq { action } => {
-            if config.broker.url == "memory" {
-                bail!(
-                    "the in-process broker keeps its dead letters inside the running server; set BROKER_URL to a RabbitMQ to use `bilet dlq`"
-                );
-            }
-            let broker = storage::broker::from_config(&config.broker).await?;
+            // The in-process broker keeps its dead letters in PostgreSQL, where a running node
+            // takes replayed ones up; RabbitMQ keeps them in a queue per consumer.
+            let in_process = storage::broker::is_in_process(&config.broker);
+            let db = if in_process {
+                storage::db::migrate(
+                    &config.database.url,
+                    config.database.app_password.as_ref().map(|p| p.expose()),
+                )
+                .await
+                .context("migration failed")?;
+                Some(storage::Database::connect(&config.database)?)
+            } else {
+                None
+            };
             match action {
                 DlqAction::List { consumer } => {
-                    let letters = broker.dead_letters(Some(&consumer)).await?;
+                    let letters = match &db {
+                        Some(db) => storage::broker::deliveries::dead_letters(db, Some(&consumer))
+                            .await
+                            .context("cannot read the dead letters")?,
+                        None => {
+                            let broker = storage::broker::from_config(&config.broker).await?;
+                            broker.dead_letters(Some(&consumer)).await?
+                        }
+                    };
                     for letter in &letters {
                         println!(
                             "{}",
@@ -120,13 +136,22 @@ async fn main() -> anyhow::Result<()> {
                                 "attempts": letter.attempts,
                                 "event": letter.event,
                                 "raw": if letter.event.is_none() { Some(&letter.raw) } else { None },
+                                "reason": letter.reason,
                             })
                         );
                     }
                     eprintln!("{} dead letter(s) for {consumer}", letters.len());
                 }
                 DlqAction::Replay { consumer } => {
-                    let n = broker.replay(&consumer).await?;
+                    let n = match &db {
+                        Some(db) => storage::broker::deliveries::replay(db, &consumer)
+                            .await
+                            .context("cannot replay the dead letters")?,
+                        None => {
+                            let broker = storage::broker::from_config(&config.broker).await?;
+                            broker.replay(&consumer).await?
+                        }
+                    };
                     println!("replayed {n} message(s) to {consumer}");
                 }
             }

@@ -98,7 +98,7 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         .await
         .context("cannot migrate the database (is PostgreSQL running at DATABASE_URL?)")?;
     let db = storage::Database::connect(&config.database)?;
-    let broker = storage::broker::from_config(&config.broker).await?;
+    let broker = storage::broker::open(&config.broker, &db).await?;
     let mailer = Mailer::new(
         config.smtp.url.as_deref(),
         &config.smtp.from,
@@ -230,6 +230,8 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
                     parts.queue.clone(),
                     parts.telegram.is_on(),
                     &config.http.public_url,
+                    state.mailer.clone(),
+                    clock.clone(),
                 )),
             })
             .await

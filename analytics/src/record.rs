@@ -61,9 +61,11 @@ impl Record {
         self.property("ticketTypeId")
     }
 
-    /// The traffic source, or "direct".
+    /// The traffic source, trimmed and in lower case, or "direct". Page views name it as the
+    /// client saw it and registrations as a slug, so "VK " on a page and "vk" on a
+    /// registration must fall into one row of the by-source figures.
     pub fn source(&self) -> String {
-        let s = self.property("source");
+        let s = self.property("source").trim().to_lowercase();
         if s.is_empty() { "direct".into() } else { s }
     }
 
@@ -90,5 +92,33 @@ impl Record {
     /// The UTC day.
     pub fn day(&self) -> NaiveDate {
         self.created_at.date_naive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn with(properties: serde_json::Value) -> Record {
+        Record::new(
+            Uuid::now_v7(),
+            TenantId::new(),
+            TrackType::RegistrationCompleted,
+            None,
+            None,
+            properties,
+            Utc::now(),
+        )
+    }
+
+    #[test]
+    fn a_missing_or_blank_source_is_direct_and_sources_are_folded() {
+        assert_eq!(with(json!({})).source(), "direct");
+        assert_eq!(with(json!({"source": null})).source(), "direct");
+        assert_eq!(with(json!({"source": "  "})).source(), "direct");
+        assert_eq!(with(json!({"source": 5})).source(), "direct");
+        assert_eq!(with(json!({"source": " VK "})).source(), "vk");
+        assert_eq!(with(json!({"source": "newsletter"})).source(), "newsletter");
     }
 }

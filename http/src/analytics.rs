@@ -72,7 +72,9 @@ pub struct Tracked {
     pub id: Uuid,
 }
 
-/// Tracks one event of a published event: accepted at once, written in batches.
+/// Tracks one event of an event: accepted at once, written in batches. A draft is tracked only
+/// for its organization's members (previewing it); for anyone else it is 404, as an unknown
+/// event is, since a draft is not public.
 #[utoipa::path(post, path = "/api/v1/analytics/track", tag = "analytics", request_body = TrackRequest,
     responses((status = 202, body = Tracked), (status = 400, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
 pub async fn track(
@@ -115,9 +117,11 @@ pub async fn track(
     errors.into_result()?;
     let kind = kind.ok_or_else(|| ApiError::new(ErrorCode::ValidationError))?;
     // The record belongs to the event's organization, whoever looked at it.
-    let tenant = tracked::tenant_of(&state.db, body.event_id)
+    let tenant = tracked::find(&state.db, body.event_id)
         .await?
-        .ok_or_else(ApiError::not_found)?;
+        .filter(|e| e.trackable_by(is_member(&caller, e.tenant)))
+        .ok_or_else(ApiError::not_found)?
+        .tenant;
     let record = Record::new(
         Uuid::now_v7(),
         tenant,
@@ -164,8 +168,13 @@ impl PeriodQuery {
     }
 }
 
-/// The organization of a tracked event, if the caller is one of its members; 404 otherwise
-/// (other organizations' events are not confirmed to exist).
+/// Whether the caller is a signed-in member of `tenant` (a token for it with a role).
+fn is_member(caller: &Caller, tenant: TenantId) -> bool {
+    caller.user.is_some() && caller.tenant == Some(tenant) && !caller.roles.is_empty()
+}
+
+/// The organization of a known event (a draft too), if the caller is one of its members; 404
+/// otherwise (other organizations' events are not confirmed to exist).
 async fn members_event(
     state: &AppState,
     caller: &Caller,
@@ -173,7 +182,7 @@ async fn members_event(
 ) -> Result<TenantId, ApiError> {
     caller.require_user()?;
     match tracked::tenant_of(&state.db, event).await? {
-        Some(tenant) if caller.tenant == Some(tenant) && !caller.roles.is_empty() => Ok(tenant),
+        Some(tenant) if is_member(caller, tenant) => Ok(tenant),
         _ => Err(ApiError::not_found()),
     }
 }

@@ -5,6 +5,7 @@
 use crate::context::Caller;
 use crate::error::ApiError;
 use crate::extract::Json;
+use crate::paging::PageParams;
 use crate::state::AppState;
 use axum::Router;
 use axum::extract::State;
@@ -12,6 +13,7 @@ use axum::routing::get;
 use domain::i18n::Lang;
 use domain::notifications::templates;
 use domain::notifications::{Kind, OptOut, Preferences};
+use domain::paging::{Page, SortDir, SortField, SortWhitelist};
 use serde::{Deserialize, Serialize};
 use storage::notifications::preferences;
 use utoipa::OpenApi;
@@ -63,25 +65,50 @@ pub struct TemplateDto {
     pub texts: TemplateTexts,
 }
 
-/// Lists the message templates.
-#[utoipa::path(get, path = "/api/v1/notifications/templates", tag = "notifications",
-    responses((status = 200, body = [TemplateDto]), (status = 401, body = crate::error::ErrorBody)))]
-pub async fn list_templates(caller: Caller) -> Result<Json<Vec<TemplateDto>>, ApiError> {
+/// Templates are sorted by name (the only field), ascending unless asked otherwise.
+const TEMPLATE_SORT: SortWhitelist = SortWhitelist {
+    fields: &[SortField {
+        api: "name",
+        column: "name",
+    }],
+    default: ("name", SortDir::Asc),
+};
+
+fn template(kind: Kind) -> TemplateDto {
+    TemplateDto {
+        name: kind,
+        opt_out: kind.opt_out(),
+        variables: templates::variables(kind),
+        texts: TemplateTexts {
+            ru: templates::text(kind, Lang::Ru),
+            en: templates::text(kind, Lang::En),
+        },
+    }
+}
+
+/// Lists the message templates, paged like every list.
+#[utoipa::path(get, path = "/api/v1/notifications/templates", tag = "notifications", params(PageParams),
+    responses((status = 200, description = "a page of TemplateDto"), (status = 400, body = crate::error::ErrorBody),
+        (status = 401, body = crate::error::ErrorBody)))]
+pub async fn list_templates(
+    caller: Caller,
+    paging: PageParams,
+) -> Result<Json<Page<TemplateDto>>, ApiError> {
     caller.require_user()?;
-    Ok(Json(
-        Kind::ALL
-            .into_iter()
-            .map(|kind| TemplateDto {
-                name: kind,
-                opt_out: kind.opt_out(),
-                variables: templates::variables(kind),
-                texts: TemplateTexts {
-                    ru: templates::text(kind, Lang::Ru),
-                    en: templates::text(kind, Lang::En),
-                },
-            })
-            .collect(),
-    ))
+    let page = paging.resolve(&TEMPLATE_SORT)?;
+    let mut kinds = Kind::ALL.to_vec();
+    kinds.sort_by_key(|k| k.as_str());
+    if page.sort.dir == SortDir::Desc {
+        kinds.reverse();
+    }
+    let total = kinds.len() as u64;
+    let data = kinds
+        .into_iter()
+        .skip(usize::try_from(page.offset()).unwrap_or(usize::MAX))
+        .take(usize::try_from(page.limit()).unwrap_or(usize::MAX))
+        .map(template)
+        .collect();
+    Ok(Json(Page::new(data, &page, total)))
 }
 
 /// The caller's notification settings.

@@ -15,7 +15,7 @@ use domain::notifications::commands::Command;
 use domain::notifications::delivery::Failure;
 use domain::notifications::replies::{Reply, TICKETS_SHOWN};
 use domain::notifications::templates;
-use domain::notifications::values;
+use domain::notifications::times;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -192,7 +192,7 @@ impl Bot {
                         Reply::Tickets(
                             tickets
                                 .into_iter()
-                                .map(|t| (t.title, values::date(t.starts_at, lang), t.code))
+                                .map(|t| (t.title, times::date(t.starts_at, t.zone, lang), t.code))
                                 .collect(),
                         )
                     }

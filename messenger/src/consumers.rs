@@ -1,22 +1,31 @@
 //! The notification service's broker consumer. Each event is applied once (inbox): the
 //! projection is updated and the messages it causes are rendered and queued in the same
 //! transaction, so a redelivered event sends nothing twice and a crash loses nothing. The
-//! send queue's actor is woken afterwards.
+//! send queue's actor is woken afterwards. A waiting-list offer that no chat can carry goes
+//! by mail inside that transaction instead: a failed send rolls the claim back and the broker
+//! brings the event again.
 
+use crate::offer_mail;
 use crate::sender::SendQueue;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use domain::clock::Clock;
 use domain::envelope::Envelope;
+use domain::events::registrations::EVENT_CANCELLED;
 use domain::i18n::Lang;
 use domain::ids::{TenantId, UserId};
 use domain::notifications::Kind;
 use domain::notifications::delivery::SkipReason;
+use domain::notifications::mails;
 use domain::notifications::templates;
+use domain::notifications::times::{self, Zone};
 use domain::notifications::values::{self, EventFacts};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use storage::broker::{Handler, HandlerError};
-use storage::notifications::projection::{self, EventInfo, Participant, Recipient};
+use storage::mail::{Mail, Mailer};
+use storage::notifications::projection::{self, EventInfo, Participant, Recipient, UserInfo};
 use storage::notifications::queue::{self, NewMessage};
 use storage::{Database, Schema, Scope, Tx, inbox};
 use uuid::Uuid;
@@ -30,36 +39,69 @@ pub const PATTERNS: &[&str] = &[
     "user.registered",
     "user.updated",
     "registration.created",
+    "registration.confirmed",
     "registration.cancelled",
     "reservation.expired",
     "event.cancelled",
     "event.changed",
     "event.reminder",
     "payment.completed",
+    "refund.requested",
     "waitlist.available",
 ];
 
-/// Turns broker events into queued messages.
+/// Turns broker events into queued messages (and a waiting-list offer into a mail when no
+/// chat can carry it).
 pub struct Notifier {
     db: Database,
     queue: SendQueue,
     bot_on: bool,
     public_url: String,
+    mailer: Mailer,
+    clock: Arc<dyn Clock>,
 }
 
 impl Notifier {
     /// A consumer writing through `db` and waking `queue`; `bot_on` is false without a token.
-    pub fn new(db: Database, queue: SendQueue, bot_on: bool, public_url: &str) -> Notifier {
+    /// `mailer` carries the offers no chat can; `clock` says when a reminder is read ("in 2
+    /// hours").
+    pub fn new(
+        db: Database,
+        queue: SendQueue,
+        bot_on: bool,
+        public_url: &str,
+        mailer: Mailer,
+        clock: Arc<dyn Clock>,
+    ) -> Notifier {
         Notifier {
             db,
             queue,
             bot_on,
             public_url: public_url.to_string(),
+            mailer,
+            clock,
         }
     }
 }
 
 type Outcome = Result<Vec<NewMessage>, HandlerError>;
+
+/// What an event causes: messages to queue, and at most one mail to send before the claim
+/// commits (with the record of it).
+#[derive(Default)]
+struct Planned {
+    messages: Vec<NewMessage>,
+    mail: Option<(Mail, NewMessage)>,
+}
+
+impl From<Vec<NewMessage>> for Planned {
+    fn from(messages: Vec<NewMessage>) -> Planned {
+        Planned {
+            messages,
+            mail: None,
+        }
+    }
+}
 
 #[async_trait]
 impl Handler for Notifier {
@@ -70,26 +112,32 @@ impl Handler for Notifier {
         }
         // Queue times are wall-clock: the messenger's limits and waits are.
         let now = Utc::now();
-        let messages = match event.event_type.as_str() {
-            "user.registered" => self.welcome(&tx, event, now).await?,
-            "user.updated" => rename(&tx, event, now).await?,
-            "registration.created" => {
-                self.about_registration(&tx, event, Kind::RegistrationConfirmed, now)
-                    .await?
-            }
-            "registration.cancelled" | "reservation.expired" => {
-                self.about_registration(&tx, event, same_named(event)?, now)
-                    .await?
-            }
-            "event.cancelled" | "event.changed" | "event.reminder" => {
-                self.to_participants(&tx, event, same_named(event)?, now)
-                    .await?
-            }
-            "payment.completed" => self.receipt(&tx, event).await?,
+        let planned: Planned = match event.event_type.as_str() {
+            "user.registered" => self.welcome(&tx, event, now).await?.into(),
+            "user.updated" => rename(&tx, event, now).await?.into(),
+            "registration.created" => self.created(&tx, event, now).await?.into(),
+            "registration.confirmed" => self.confirmed(&tx, event, now).await?.into(),
+            "registration.cancelled" | "reservation.expired" => self
+                .about_registration(&tx, event, same_named(event)?, now)
+                .await?
+                .into(),
+            "event.cancelled" | "event.changed" | "event.reminder" => self
+                .to_participants(&tx, event, same_named(event)?, now)
+                .await?
+                .into(),
+            "payment.completed" => self.paid(&tx, event).await?.into(),
+            "refund.requested" => self.refund(&tx, event).await?.into(),
             "waitlist.available" => self.waitlist(&tx, event).await?,
-            _ => Vec::new(),
+            _ => Planned::default(),
         };
+        let messages = planned.messages;
         let queued = queue::enqueue(&tx, &messages, now).await?;
+        if let Some((mail, record)) = planned.mail {
+            // Sent while the claim is held: a failure drops `tx` (the claim with it) and the
+            // broker delivers the event again; a concurrent delivery waits on the claim.
+            let outcome = offer_mail::send(&self.mailer, &mail, event).await?;
+            queue::record_mail(&tx, &record, &outcome, Utc::now()).await?;
+        }
         tx.commit().await?;
         warn_unlinked(event, &messages);
         if !queued.queued.is_empty() {
@@ -132,9 +180,9 @@ impl Notifier {
     }
 
     async fn welcome(&self, tx: &Tx, event: &Envelope, now: DateTime<Utc>) -> Outcome {
-        let user = UserId(uuid_at(&event.data, "userId")?);
-        let first = text_at(&event.data, "firstName");
-        projection::upsert_user(tx, user, &first, &text_at(&event.data, "lastName"), now).await?;
+        let info = user_info(&event.data)?;
+        let (user, first) = (info.user_id, info.first_name.clone());
+        projection::upsert_user(tx, &info, now).await?;
         // Who signed in with the messenger has a private chat whose id is their messenger id.
         if let Some(chat) = event.data["messengerId"]
             .as_str()
@@ -154,9 +202,99 @@ impl Notifier {
         )])
     }
 
-    /// registration.created (the ticket: a seat held, its QR code attached) and
+    /// registration.created: a confirmed registration gets its ticket (the QR code of its
+    /// check-in code); one awaiting payment is told its seat is held (until when, for a
+    /// reservation) and how to confirm it, without a code: that comes with the payment.
+    async fn created(&self, tx: &Tx, event: &Envelope, now: DateTime<Utc>) -> Outcome {
+        let (participant, info) = registration(event, true)?;
+        // A confirmation that overtook the creation already sent the ticket: a "pay to
+        // confirm" after it would be false.
+        let state = projection::ticket_state(tx, participant.registration_id).await?;
+        projection::upsert_event(tx, &info, now).await?;
+        projection::upsert_participant(tx, &participant, now).await?;
+        let facts = info.facts(&self.public_url);
+        if state.is_some_and(|s| s.sent) {
+            return Ok(Vec::new());
+        }
+        let awaiting = match event.data["status"].as_str() {
+            Some("RESERVED") => Some(Kind::RegistrationReserved),
+            Some("PENDING") => Some(Kind::RegistrationPending),
+            _ => None,
+        };
+        let Some(kind) = awaiting else {
+            return Ok(self
+                .ticket(tx, &participant, &facts, event, now)
+                .await?
+                .into_iter()
+                .collect());
+        };
+        let to =
+            projection::recipient(tx, participant.user_id, &participant.first_name, "").await?;
+        let mut values = self.values_for(&to, &facts);
+        if let Some(until) = time_at(&event.data, "expiresAt") {
+            let at = times::date(until, facts.zone, to.preferences.language);
+            values.insert("expiresAt".into(), at);
+        }
+        Ok(vec![self.message(
+            kind,
+            &to,
+            &values,
+            event,
+            Some(participant.tenant_id),
+            None,
+        )])
+    }
+
+    /// The ticket of a registration that holds a seat, unless one went out already (one
+    /// ticket per registration, whichever event confirmed it first).
+    async fn ticket(
+        &self,
+        tx: &Tx,
+        participant: &Participant,
+        facts: &EventFacts,
+        event: &Envelope,
+        now: DateTime<Utc>,
+    ) -> Result<Option<NewMessage>, HandlerError> {
+        if !projection::claim_ticket(tx, participant.registration_id, now).await? {
+            return Ok(None);
+        }
+        let to = projection::recipient(
+            tx,
+            participant.user_id,
+            &participant.first_name,
+            &participant.confirmation_code,
+        )
+        .await?;
+        let values = self.values_for(&to, facts);
+        Ok(Some(self.message(
+            Kind::RegistrationConfirmed,
+            &to,
+            &values,
+            event,
+            Some(participant.tenant_id),
+            Some(participant.confirmation_code.clone()),
+        )))
+    }
+
+    /// registration.confirmed (a payment confirmed it, or took a free seat after its
+    /// reservation ran out): the projection follows and the ticket goes out, once. Only the
+    /// event service's word confirms a seat: a payment alone may come too late and be refunded.
+    async fn confirmed(&self, tx: &Tx, event: &Envelope, now: DateTime<Utc>) -> Outcome {
+        let (participant, info) = registration(event, true)?;
+        projection::upsert_event(tx, &info, now).await?;
+        projection::upsert_participant(tx, &participant, now).await?;
+        let facts = info.facts(&self.public_url);
+        Ok(self
+            .ticket(tx, &participant, &facts, event, now)
+            .await?
+            .into_iter()
+            .collect())
+    }
+
     /// registration.cancelled / reservation.expired (the seat released): the projection
-    /// follows, and the person is told.
+    /// follows, and the person is told. A registration cancelled with its event is left to
+    /// the one event.cancelled notice: it stays on the event's list so that notice reaches it
+    /// whichever of the two arrives first, and the event is marked cancelled now.
     async fn about_registration(
         &self,
         tx: &Tx,
@@ -164,9 +302,12 @@ impl Notifier {
         kind: Kind,
         now: DateTime<Utc>,
     ) -> Outcome {
-        let holds_seat = kind == Kind::RegistrationConfirmed;
-        let (participant, info) = registration(event, holds_seat)?;
+        let (participant, info) = registration(event, false)?;
         projection::upsert_event(tx, &info, now).await?;
+        if event.data["cancellationReason"].as_str() == Some(EVENT_CANCELLED) {
+            projection::cancel_event(tx, info.event_id, now).await?;
+            return Ok(Vec::new());
+        }
         projection::upsert_participant(tx, &participant, now).await?;
         let to = projection::recipient(
             tx,
@@ -176,14 +317,13 @@ impl Notifier {
         )
         .await?;
         let values = self.values_for(&to, &info.facts(&self.public_url));
-        let ticket = holds_seat.then(|| participant.confirmation_code.clone());
         Ok(vec![self.message(
             kind,
             &to,
             &values,
             event,
             Some(participant.tenant_id),
-            ticket,
+            None,
         )])
     }
 
@@ -202,29 +342,43 @@ impl Notifier {
         }
         let facts = info.facts(&self.public_url);
         let recipients = projection::participants_of(tx, info.event_id).await?;
+        // How far off the start is, read at the moment the reminder is written (the node's
+        // clock, which tests move).
+        let read_at = self.clock.now();
         Ok(recipients
             .iter()
             .map(|to| {
-                let values = self.values_for(to, &facts);
+                let mut values = self.values_for(to, &facts);
+                if kind == Kind::EventReminder {
+                    let lang = to.preferences.language;
+                    let when = times::starts_in(read_at, info.starts_at, facts.zone, lang);
+                    values.insert("eventWhen".into(), when);
+                }
                 self.message(kind, to, &values, event, Some(info.tenant_id), None)
             })
             .collect())
     }
 
-    async fn receipt(&self, tx: &Tx, event: &Envelope) -> Outcome {
-        let registration = uuid_at(&event.data, "registrationId")?;
-        // The registration is known once registration.created was applied; until then the
-        // broker tries again later.
-        let Some(p) = projection::participant(tx, registration).await? else {
-            return Err(
-                format!("payment.completed for unknown registration {registration}").into(),
-            );
+    /// payment.completed: the receipt (the ticket comes with registration.confirmed, when
+    /// the payment bought a seat).
+    async fn paid(&self, tx: &Tx, event: &Envelope) -> Outcome {
+        self.about_money(tx, event, Kind::PaymentReceipt).await
+    }
+
+    /// refund.requested: the person learns their money goes back. A refund of a cancelled
+    /// event's ticket is left to the one event.cancelled notice.
+    async fn refund(&self, tx: &Tx, event: &Envelope) -> Outcome {
+        if event.data["reason"].as_str() == Some(EVENT_CANCELLED) {
+            return Ok(Vec::new());
+        }
+        self.about_money(tx, event, Kind::PaymentRefund).await
+    }
+
+    /// A message of `kind` about the amount a payment event names.
+    async fn about_money(&self, tx: &Tx, event: &Envelope, kind: Kind) -> Outcome {
+        let Some((p, to, mut values)) = self.about_payment(tx, event).await? else {
+            return Err(format!("{} for a registration not known yet", event.event_type).into());
         };
-        let Some(info) = projection::event(tx, p.event_id).await? else {
-            return Err(format!("payment.completed for unknown event {}", p.event_id).into());
-        };
-        let to = projection::recipient(tx, p.user_id, &p.first_name, &p.confirmation_code).await?;
-        let mut values = self.values_for(&to, &info.facts(&self.public_url));
         let cents = event.data["amountCents"].as_i64().unwrap_or(p.price_cents);
         let currency = event.data["currency"]
             .as_str()
@@ -233,7 +387,7 @@ impl Notifier {
             .unwrap_or_default();
         values.insert("amount".into(), values::amount(cents, &currency));
         Ok(vec![self.message(
-            Kind::PaymentReceipt,
+            kind,
             &to,
             &values,
             event,
@@ -242,14 +396,52 @@ impl Notifier {
         )])
     }
 
-    async fn waitlist(&self, tx: &Tx, event: &Envelope) -> Outcome {
+    /// The participant, recipient and message values of a payment's registration; None while
+    /// registration.created has not been applied (the broker tries again later).
+    async fn about_payment(
+        &self,
+        tx: &Tx,
+        event: &Envelope,
+    ) -> Result<
+        Option<(
+            projection::Participant,
+            projection::Recipient,
+            BTreeMap<String, String>,
+        )>,
+        HandlerError,
+    > {
+        let registration = uuid_at(&event.data, "registrationId")?;
+        let Some(p) = projection::participant(tx, registration).await? else {
+            return Ok(None);
+        };
+        let Some(info) = projection::event(tx, p.event_id).await? else {
+            return Ok(None);
+        };
+        let to = projection::recipient(tx, p.user_id, &p.first_name, &p.confirmation_code).await?;
+        let values = self.values_for(&to, &info.facts(&self.public_url));
+        Ok(Some((p, to, values)))
+    }
+
+    /// waitlist.available: the offer, by the messenger where it reaches the person, else by
+    /// mail (never both, never neither while either is possible). It is not silenced by the
+    /// waitingList switch: the seat is held for them either way.
+    async fn waitlist(&self, tx: &Tx, event: &Envelope) -> Result<Planned, HandlerError> {
         let user = UserId(uuid_at(&event.data, "userId")?);
         let summary = &event.data["event"];
         let event_id = uuid_at(&event.data, "eventId")?;
         let to = projection::recipient(tx, user, "", "").await?;
+        let zone = match summary["timezone"].as_str() {
+            Some(name) => Zone::or_utc(name),
+            // An announcement from before the zone was in the payload: the known event's.
+            None => projection::event(tx, event_id)
+                .await?
+                .map(|e| e.facts(&self.public_url).zone)
+                .unwrap_or_default(),
+        };
         let facts = EventFacts {
             title: text_at(summary, "title"),
             starts_at: time_at(summary, "startsAt"),
+            zone,
             location_address: None,
             location_url: None,
             url: format!(
@@ -257,15 +449,50 @@ impl Notifier {
                 self.public_url.trim_end_matches('/')
             ),
         };
-        let values = self.values_for(&to, &facts);
-        Ok(vec![self.message(
+        let lang = to.preferences.language;
+        let mut values = self.values_for(&to, &facts);
+        if let Some(until) = time_at(&event.data, "expiresAt") {
+            values.insert("expiresAt".into(), times::date(until, zone, lang));
+        }
+        let message = self.message(
             Kind::WaitlistAvailable,
             &to,
             &values,
             event,
             event.tenant_id,
             None,
-        )])
+        );
+        // The address given for this list, else the account's.
+        let email = match event.data["email"]
+            .as_str()
+            .filter(|e| !e.trim().is_empty())
+        {
+            Some(given) => Some(given.to_string()),
+            None => projection::email_of(tx, user).await?,
+        };
+        match email.as_deref() {
+            Some(address)
+                if mails::offer_by_mail(to.chat_id.is_some(), self.bot_on, Some(address)) =>
+            {
+                let (subject, body) = mails::waitlist_offer(&values, lang);
+                let record = NewMessage {
+                    chat_id: None,
+                    text: format!("{subject}\n\n{body}"),
+                    skip: None,
+                    ..message
+                };
+                let mail = Mail {
+                    to: address.trim().to_string(),
+                    subject,
+                    body,
+                };
+                Ok(Planned {
+                    messages: Vec::new(),
+                    mail: Some((mail, record)),
+                })
+            }
+            _ => Ok(vec![message].into()),
+        }
     }
 
     /// The variables of a message to `to` about an event.
@@ -280,16 +507,21 @@ impl Notifier {
 }
 
 async fn rename(tx: &Tx, event: &Envelope, now: DateTime<Utc>) -> Outcome {
-    let user = UserId(uuid_at(&event.data, "userId")?);
-    projection::upsert_user(
-        tx,
-        user,
-        &text_at(&event.data, "firstName"),
-        &text_at(&event.data, "lastName"),
-        now,
-    )
-    .await?;
+    projection::upsert_user(tx, &user_info(&event.data)?, now).await?;
     Ok(Vec::new())
+}
+
+/// A user from a user.registered / user.updated payload.
+fn user_info(data: &Value) -> Result<UserInfo, HandlerError> {
+    Ok(UserInfo {
+        user_id: UserId(uuid_at(data, "userId")?),
+        first_name: text_at(data, "firstName"),
+        last_name: text_at(data, "lastName"),
+        email: data["email"]
+            .as_str()
+            .filter(|e| !e.trim().is_empty())
+            .map(str::to_string),
+    })
 }
 
 /// One warning per event for the people it could not reach (a fan-out to thousands without
@@ -348,6 +580,7 @@ fn event_info(data: &Value, tenant: Option<TenantId>) -> Result<EventInfo, Handl
         title: text_at(data, "title"),
         slug: text_at(data, "slug"),
         starts_at: time_at(data, "startsAt").ok_or("event payload without startsAt")?,
+        timezone: data["timezone"].as_str().map(str::to_string),
         location_address: data["locationAddress"].as_str().map(str::to_string),
         location_url: data["locationUrl"].as_str().map(str::to_string),
     })

@@ -217,7 +217,11 @@ async fn operations(ctx: &Ctx) -> Vec<(String, String, bool)> {
 
 #[tokio::test]
 async fn another_tenant_gets_nothing_from_any_endpoint_with_our_ids() {
-    let ctx = Ctx::new().await;
+    let ctx = Ctx::with_config(|c| {
+        // The payment webhook answers for its input, not 503 for a missing secret.
+        c.payments.webhook_secret = Some(domain::config::Secret::new("abuse-webhook-secret"));
+    })
+    .await;
     let v = victim(&ctx).await;
     let admin = ctx.admin().await;
     let (stranger, _) = ctx.owner(&admin).await;
@@ -298,7 +302,11 @@ async fn another_tenant_gets_nothing_from_any_endpoint_with_our_ids() {
 
 #[tokio::test]
 async fn malformed_nested_and_oversized_bodies_are_refused_cleanly_everywhere() {
-    let ctx = Ctx::new().await;
+    let ctx = Ctx::with_config(|c| {
+        // The payment webhook answers for its input, not 503 for a missing secret.
+        c.payments.webhook_secret = Some(domain::config::Secret::new("abuse-webhook-secret"));
+    })
+    .await;
     let admin = ctx.admin().await;
     let (owner, _) = ctx.owner(&admin).await;
     let nested = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));
@@ -352,7 +360,11 @@ async fn malformed_nested_and_oversized_bodies_are_refused_cleanly_everywhere() 
 
 #[tokio::test]
 async fn text_the_database_cannot_store_is_refused_as_bad_input() {
-    let ctx = Ctx::new().await;
+    let ctx = Ctx::with_config(|c| {
+        // The payment webhook answers for its input, not 503 for a missing secret.
+        c.payments.webhook_secret = Some(domain::config::Secret::new("abuse-webhook-secret"));
+    })
+    .await;
     let admin = ctx.admin().await;
     let (owner, _) = ctx.owner(&admin).await;
     // A NUL byte in a JSON string and in a query parameter (found by schemathesis as a 500).

@@ -201,7 +201,7 @@ async fn seed_and_read(ctx: &Ctx, seed: &Seed) -> Vec<Value> {
         ),
         envelope(
             seed,
-            "payment.completed",
+            "registration.confirmed",
             day2,
             json!({"registrationId": Uuid::now_v7(), "eventId": seed.concert, "userId": seed.users[2], "amountCents": 5000}),
         ),
@@ -709,4 +709,259 @@ async fn a_crash_between_the_clickhouse_write_and_the_inbox_records_nothing_twic
         .unwrap()
         .get(0);
     assert_eq!(marks, 0, "finished recordings leave no mark");
+}
+
+/// Views and registrations from three sources (a registration's source comes from
+/// registration.created), read back from one store: the dashboard and the same dashboard over
+/// a period that does not fall on midnight (ClickHouse then reads the records, not the daily
+/// counts).
+async fn sources_on(ctx: &Ctx, seed: &Seed) -> Vec<Value> {
+    ctx.clock.advance(seed.start - ctx.clock.now());
+    ctx.broker()
+        .publish(&[envelope(
+            seed,
+            "event.published",
+            seed.start,
+            json!({"eventId": seed.concert}),
+        )])
+        .await
+        .unwrap();
+    assert!(
+        eventually(10, || async {
+            analytics::tracked::tenant_of(&ctx.t.db, seed.concert)
+                .await
+                .unwrap()
+                .is_some()
+        })
+        .await
+    );
+    // Views: vk twice (spelled two ways), the newsletter once, no source once.
+    for properties in [
+        json!({"source": "vk"}),
+        json!({"source": " VK "}),
+        json!({"source": "newsletter"}),
+        json!({}),
+    ] {
+        let r = track(
+            ctx,
+            None,
+            json!({"eventType": "page.view", "eventId": seed.concert, "properties": properties}),
+        )
+        .await;
+        assert_eq!(r.status, 202, "{}", r.body);
+    }
+    // Registrations: vk twice, none once (the event service sends null for none).
+    let registration = |user: usize, source: Value| {
+        let data = json!({"registrationId": Uuid::now_v7(), "eventId": seed.concert,
+            "ticketTypeId": seed.standard, "userId": seed.users[user], "status": "CONFIRMED",
+            "source": source});
+        envelope(seed, "registration.created", seed.start, data)
+    };
+    for event in [
+        registration(0, json!("vk")),
+        registration(1, json!("vk")),
+        registration(2, Value::Null),
+    ] {
+        ctx.broker()
+            .publish(std::slice::from_ref(&event))
+            .await
+            .unwrap();
+    }
+    let member = seed.member();
+    let dashboard = format!("/api/v1/analytics/events/{}/dashboard", seed.concert);
+    assert!(
+        eventually(15, || async {
+            let d = ctx.get(&dashboard, Some(&member)).await.body;
+            d["totalViews"] == 4 && d["totalRegistrations"] == 3
+        })
+        .await,
+        "tracked and recorded: {}",
+        ctx.get(&dashboard, Some(&member)).await.body
+    );
+    let odd = format!("{dashboard}?from=2026-11-20T09:30:00Z&to=2026-11-20T10:30:00Z");
+    let mut answers = Vec::new();
+    for path in [dashboard, odd] {
+        let r = ctx.get(&path, Some(&member)).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        answers.push(r.body);
+    }
+    answers
+}
+
+fn check_sources(answers: &[Value]) {
+    for dashboard in answers {
+        assert_eq!(
+            dashboard["bySource"],
+            json!([
+                {"source": "direct", "views": 1, "registrations": 1},
+                {"source": "newsletter", "views": 1, "registrations": 0},
+                {"source": "vk", "views": 2, "registrations": 2}
+            ]),
+            "one row per source, views and registrations side by side: {dashboard}"
+        );
+        let rows = dashboard["bySource"].as_array().unwrap();
+        let sum = |field: &str| rows.iter().map(|r| r[field].as_u64().unwrap()).sum::<u64>();
+        assert_eq!(sum("views"), dashboard["totalViews"].as_u64().unwrap());
+        assert_eq!(
+            sum("registrations"),
+            dashboard["totalRegistrations"].as_u64().unwrap()
+        );
+    }
+}
+
+#[tokio::test]
+async fn registrations_count_per_source_on_both_stores() {
+    let seed = Seed::new();
+    let postgres = context(false).await;
+    let from_postgres = sources_on(&postgres, &seed).await;
+    check_sources(&from_postgres);
+    let clickhouse = context(true).await;
+    let from_clickhouse = sources_on(&clickhouse, &seed).await;
+    check_sources(&from_clickhouse);
+    assert_eq!(from_postgres, from_clickhouse);
+}
+
+#[tokio::test]
+async fn a_draft_is_tracked_by_its_members_and_shown_to_them() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (other, _) = ctx.owner(&admin).await;
+    let created = ctx
+        .post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": "Not yet", "startsAt": (Utc::now() + Duration::days(5)).to_rfc3339()}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let event = created.body["id"].as_str().unwrap().to_string();
+    let dashboard = format!("/api/v1/analytics/events/{event}/dashboard");
+    assert!(
+        eventually(15, || async {
+            ctx.get(&dashboard, Some(&owner.access)).await.status == 200
+        })
+        .await,
+        "event.created makes the draft known"
+    );
+    let zeros = ctx.get(&dashboard, Some(&owner.access)).await.body;
+    assert_eq!(
+        zeros,
+        json!({"eventId": event, "totalViews": 0, "uniqueViews": 0, "totalRegistrations": 0,
+               "confirmedRegistrations": 0, "checkedIn": 0, "viewToRegistrationRate": 0.0,
+               "registrationToCheckinRate": 0.0, "byDay": [], "byTicketType": [], "bySource": []})
+    );
+    let funnel = format!("/api/v1/analytics/events/{event}/funnel");
+    assert_eq!(ctx.get(&funnel, Some(&owner.access)).await.body["views"], 0);
+    for stranger in [other.access.clone(), ctx.user().await.access] {
+        assert_eq!(ctx.get(&dashboard, Some(&stranger)).await.status, 404);
+        assert_eq!(ctx.get(&funnel, Some(&stranger)).await.status, 404);
+    }
+
+    // A draft is not public: only its organization's members may track it (a preview).
+    let view =
+        json!({"eventType": "page.view", "eventId": event, "properties": {"source": "preview"}});
+    assert_eq!(track(&ctx, None, view.clone()).await.status, 404);
+    assert_eq!(
+        track(&ctx, Some(&other.access), view.clone()).await.status,
+        404
+    );
+    let preview = track(&ctx, Some(&owner.access), view.clone()).await;
+    assert_eq!(preview.status, 202, "{}", preview.body);
+
+    // Published: anyone tracks it, and the preview counts with the rest.
+    let published = ctx
+        .post_empty(
+            &format!("/api/v1/events/{event}/publish"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(published.status, 200, "{}", published.body);
+    let public_view = json!({"eventType": "page.view", "eventId": event});
+    assert!(
+        eventually(15, || async {
+            track(&ctx, None, public_view.clone()).await.status == 202
+        })
+        .await,
+        "event.published makes it public"
+    );
+    assert!(
+        eventually(15, || async {
+            ctx.get(&dashboard, Some(&owner.access)).await.body["totalViews"] == 2
+        })
+        .await,
+        "{}",
+        ctx.get(&dashboard, Some(&owner.access)).await.body
+    );
+    assert_eq!(
+        ctx.get(&dashboard, Some(&owner.access)).await.body["bySource"],
+        json!([
+            {"source": "direct", "views": 1, "registrations": 0},
+            {"source": "preview", "views": 1, "registrations": 0}
+        ])
+    );
+
+    // Unpublished: a draft again.
+    let unpublished = ctx
+        .post_empty(
+            &format!("/api/v1/events/{event}/unpublish"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(unpublished.status, 200, "{}", unpublished.body);
+    assert!(
+        eventually(15, || async {
+            track(&ctx, None, public_view.clone()).await.status == 404
+        })
+        .await,
+        "event.unpublished hides it again"
+    );
+    assert_eq!(track(&ctx, Some(&owner.access), view).await.status, 202);
+    assert_eq!(ctx.get(&dashboard, Some(&owner.access)).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_publication_overtaking_the_creation_is_kept() {
+    use analytics::consumers::Recorder;
+    use analytics::tracked::{TrackedEvent, find};
+    use storage::broker::Handler;
+    let ctx = context(false).await;
+    let recorder = Recorder::new(ctx.t.db.clone(), ctx.analytics_store());
+    let seed = Seed::new();
+    let t0 = Utc::now();
+    let at = |kind: &str, seconds: i64| {
+        envelope(
+            &seed,
+            kind,
+            t0 + Duration::seconds(seconds),
+            json!({"eventId": seed.concert, "status": "DRAFT"}),
+        )
+    };
+    let state = || async { find(&ctx.t.db, seed.concert).await.unwrap() };
+    let public = Some(TrackedEvent {
+        tenant: seed.tenant,
+        draft: false,
+    });
+    let draft = Some(TrackedEvent {
+        tenant: seed.tenant,
+        draft: true,
+    });
+    // The broker delivered the publication first.
+    recorder.handle(&at("event.published", 10)).await.unwrap();
+    assert_eq!(state().await, public);
+    recorder.handle(&at("event.created", 0)).await.unwrap();
+    assert_eq!(state().await, public, "the older creation changes nothing");
+    // Unpublished later; a publication from before that, arriving late, does not undo it.
+    recorder.handle(&at("event.unpublished", 20)).await.unwrap();
+    assert_eq!(state().await, draft);
+    recorder.handle(&at("event.published", 15)).await.unwrap();
+    assert_eq!(state().await, draft);
+    recorder.handle(&at("event.published", 30)).await.unwrap();
+    assert_eq!(state().await, public);
+    // A creation alone makes a draft.
+    let fresh = Uuid::now_v7();
+    let mut created = at("event.created", 0);
+    created.data["eventId"] = json!(fresh);
+    recorder.handle(&created).await.unwrap();
+    assert_eq!(find(&ctx.t.db, fresh).await.unwrap(), draft);
 }

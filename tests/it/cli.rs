@@ -1,5 +1,5 @@
 //! The `bilet` command line: configuration printing and secret handling, administrator
-//! grants, and the dead-letter tool's refusal without RabbitMQ.
+//! grants, and the dead-letter tool on the in-process broker.
 
 use crate::support::TestDb;
 use std::process::{Command, Output};
@@ -283,12 +283,57 @@ async fn admin_grant_and_revoke_by_email() {
     );
 }
 
-#[test]
-fn dlq_needs_rabbitmq() {
-    let out = bilet(
-        &["dlq", "list", "analytics"],
-        &[("JWT_SECRET", "x"), ("BILET_DATA_DIR", "/tmp")],
+#[tokio::test]
+async fn dlq_lists_and_replays_the_in_process_dead_letters() {
+    use storage::broker::{Broker, MemoryBroker};
+    let t = TestDb::new().await;
+    let bus = MemoryBroker::durable(crate::outbox::POLICY, t.db.clone())
+        .await
+        .unwrap();
+    let handler = crate::broker::FailsThen::new(usize::MAX);
+    bus.subscribe(handler.subscription()).await.unwrap();
+    let event = domain::envelope::Envelope::new("retry.cli", None, None, serde_json::json!({}));
+    bus.publish(std::slice::from_ref(&event)).await.unwrap();
+    assert!(
+        crate::support::eventually(10, || async {
+            bus.dead_letters(None).await.unwrap().len() == 1
+        })
+        .await
     );
-    assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("RabbitMQ"));
+    // The default configuration: the in-process broker.
+    let data = temp_dir();
+    let run = |action: &'static str| {
+        let (url, consumer, data) = (t.url.clone(), handler.consumer.clone(), data.clone());
+        tokio::task::spawn_blocking(move || {
+            bilet(
+                &["dlq", action, &consumer],
+                &[
+                    ("DATABASE_URL", &url),
+                    ("JWT_SECRET", "x"),
+                    ("BILET_DATA_DIR", &data),
+                ],
+            )
+        })
+    };
+
+    let out = run("list").await.unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    assert!(printed.contains(&event.id.to_string()), "{printed}");
+    assert!(printed.contains("\"attempts\":3"), "{printed}");
+    assert!(printed.contains("downstream refused"), "{printed}");
+    assert!(text(&out.stderr).contains("1 dead letter(s)"));
+
+    handler
+        .failures
+        .store(0, std::sync::atomic::Ordering::SeqCst);
+    let out = run("replay").await.unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("replayed 1 message(s)"));
+    assert!(
+        crate::support::eventually(10, || async { handler.handled() == vec![event.id] }).await,
+        "the running bus took the replayed letter up"
+    );
+    let out = run("list").await.unwrap();
+    assert!(text(&out.stderr).contains("0 dead letter(s)"));
 }

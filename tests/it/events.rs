@@ -74,7 +74,13 @@ async fn life_cycle_and_refused_transitions() {
             .body["status"],
         "CANCELLED"
     );
-    for action in ["publish", "unpublish", "cancel", "complete"] {
+    let again = ctx.post_empty(&path("cancel"), Some(&owner.access)).await;
+    assert_eq!(
+        again.status, 200,
+        "cancelling again is a retry, not an error"
+    );
+    assert_eq!(again.body["status"], "CANCELLED");
+    for action in ["publish", "unpublish", "complete"] {
         let r = ctx.post_empty(&path(action), Some(&owner.access)).await;
         assert_eq!(r.status, 422, "{action} on a cancelled event");
         assert_eq!(
@@ -780,8 +786,14 @@ async fn ticket_types_keep_their_seats_honest() {
     let kept = ctx
         .delete(&format!("{types}/{vip_id}"), Some(&owner.access))
         .await;
-    assert_eq!(kept.status, 200, "a type with sales is deactivated");
-    assert_eq!(kept.body["isActive"], false);
+    assert_eq!(
+        kept.status, 204,
+        "a type with sales is retired: {}",
+        kept.body
+    );
+    assert_no_body(&kept);
+    let vip = listed_type(&ctx, &owner.access, &types, &vip_id).await;
+    assert_eq!(vip.unwrap()["isActive"], false);
     assert_eq!(
         ctx.delete(&format!("{types}/{free_id}"), Some(&owner.access))
             .await
@@ -814,6 +826,159 @@ async fn ticket_types_keep_their_seats_honest() {
         .status,
         422,
         "no new types on a cancelled event"
+    );
+}
+
+/// A 204 carries no body.
+fn assert_no_body(r: &crate::support::Reply) {
+    assert!(
+        r.body.is_null()
+            && r.headers
+                .get("content-length")
+                .is_none_or(|l| l.as_bytes() == b"0"),
+        "no body: {:?} {}",
+        r.headers,
+        r.body
+    );
+}
+
+/// A ticket type as `token` finds it in the event's list (organizers see retired ones too).
+async fn listed_type(ctx: &Ctx, token: &str, types: &str, id: &str) -> Option<Value> {
+    let list = ctx.get(&format!("{types}?size=100"), Some(token)).await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    list.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id)
+        .cloned()
+}
+
+async fn register(ctx: &Ctx, token: &str, event: &str, ticket_type: &str) -> crate::support::Reply {
+    crate::support::send(
+        ctx.http
+            .post(format!("{}/api/v1/events/{event}/registrations", ctx.base))
+            .bearer_auth(token)
+            .header("X-Idempotency-Key", uuid::Uuid::new_v4().to_string())
+            .header("Accept-Language", "en")
+            .json(&json!({"ticketTypeId": ticket_type, "firstName": "Ann", "lastName": "Lee"})),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn deleting_a_ticket_type_answers_204_and_retires_one_with_sales() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let live = published(&ctx, &owner, "Retiring").await;
+    let types = format!("/api/v1/events/{live}/ticket-types");
+    let new_type = |name: &'static str| {
+        let (ctx, types, token) = (&ctx, types.clone(), owner.access.clone());
+        async move {
+            let r = ctx
+                .post(&types, Some(&token), json!({"name": name, "quantity": 5}))
+                .await;
+            assert_eq!(r.status, 201, "{}", r.body);
+            r.body["id"].as_str().unwrap().to_string()
+        }
+    };
+    let unsold = new_type("Unsold").await;
+    let sold = new_type("Sold").await;
+    let cancelled = new_type("Cancelled").await;
+    let buyer = ctx.user().await;
+    let kept = register(&ctx, &buyer.access, &live, &sold).await;
+    assert_eq!(kept.status, 201, "{}", kept.body);
+    let kept_id = kept.body["id"].as_str().unwrap().to_string();
+    let changed_mind = ctx.user().await;
+    let gone = register(&ctx, &changed_mind.access, &live, &cancelled).await;
+    assert_eq!(gone.status, 201, "{}", gone.body);
+    let gone_id = gone.body["id"].as_str().unwrap();
+    let cancel = ctx
+        .delete(
+            &format!("/api/v1/registrations/{gone_id}"),
+            Some(&changed_mind.access),
+        )
+        .await;
+    assert_eq!(cancel.status, 204, "{}", cancel.body);
+
+    // No sales: deleted.
+    let r = ctx
+        .delete(&format!("{types}/{unsold}"), Some(&owner.access))
+        .await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_no_body(&r);
+    assert!(
+        listed_type(&ctx, &owner.access, &types, &unsold)
+            .await
+            .is_none()
+    );
+    assert_eq!(
+        ctx.delete(&format!("{types}/{unsold}"), Some(&owner.access))
+            .await
+            .status,
+        404,
+        "gone"
+    );
+
+    // An active registration: retired, listed as inactive to the organizer, off sale, and
+    // the registration keeps its ticket type.
+    let r = ctx
+        .delete(&format!("{types}/{sold}"), Some(&owner.access))
+        .await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_no_body(&r);
+    let retired = listed_type(&ctx, &owner.access, &types, &sold)
+        .await
+        .unwrap();
+    assert_eq!(retired["isActive"], false);
+    assert_eq!(retired["soldCount"], 1, "{retired}");
+    assert!(
+        listed_type(&ctx, &ctx.user().await.access, &types, &sold)
+            .await
+            .is_none(),
+        "not offered to participants"
+    );
+    let late = register(&ctx, &ctx.user().await.access, &live, &sold).await;
+    assert!(
+        matches!(late.status, 400 | 422),
+        "not on sale: {} {}",
+        late.status,
+        late.body
+    );
+    let registration = ctx
+        .get(
+            &format!("/api/v1/registrations/{kept_id}"),
+            Some(&buyer.access),
+        )
+        .await;
+    assert_eq!(registration.status, 200, "{}", registration.body);
+    assert_eq!(registration.body["status"], "CONFIRMED");
+    assert_eq!(registration.body["ticketTypeId"], sold.as_str());
+
+    // Only a cancelled registration: retired too (the foreign key once made this a 500).
+    let r = ctx
+        .delete(&format!("{types}/{cancelled}"), Some(&owner.access))
+        .await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_no_body(&r);
+    let retired = listed_type(&ctx, &owner.access, &types, &cancelled)
+        .await
+        .unwrap();
+    assert_eq!(retired["isActive"], false);
+    let cancelled_registration = ctx
+        .get(
+            &format!("/api/v1/registrations/{gone_id}"),
+            Some(&changed_mind.access),
+        )
+        .await;
+    assert_eq!(cancelled_registration.body["status"], "CANCELLED");
+    // Deleting a retired type again changes nothing and is still 204.
+    assert_eq!(
+        ctx.delete(&format!("{types}/{cancelled}"), Some(&owner.access))
+            .await
+            .status,
+        204
     );
 }
 

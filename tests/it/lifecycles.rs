@@ -463,7 +463,7 @@ async fn a_late_payment_takes_a_free_seat_or_is_refunded() {
             .status,
         204
     );
-    let (_, bob) = participant();
+    let (bob_user, bob) = participant();
     let b = register(
         &ctx,
         &bob,
@@ -504,6 +504,19 @@ async fn a_late_payment_takes_a_free_seat_or_is_refunded() {
         })
         .await,
         "Bob's money is asked back"
+    );
+    assert!(
+        eventually(10, || async {
+            owner_count(
+                &ctx,
+                "SELECT count(*) FROM notification_service.messages WHERE user_id = $1::text::uuid AND kind = 'payment.refund'",
+                &bob_user.to_string(),
+            )
+            .await
+                == 1
+        })
+        .await,
+        "and Bob is told"
     );
     assert_eq!(
         audit(&ctx, &ticket_type).await,

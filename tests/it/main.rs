@@ -4,6 +4,7 @@
 mod abuse;
 mod analytics;
 mod attachments;
+mod broker;
 mod cli;
 mod conventions;
 mod doors;
@@ -12,6 +13,7 @@ mod fake_telegram;
 mod faults;
 mod gateway;
 mod identity;
+mod lifecycles;
 mod media;
 mod node;
 mod notifications;

@@ -506,6 +506,106 @@ async fn s3_store_cleanup() {
     cleanup_removes_exactly_the_unattached_old_files(&ctx).await;
 }
 
+/// How many entities the file is attached to (read as the database owner: every tenant).
+async fn attachments_of(ctx: &Ctx, file: &str) -> i64 {
+    ctx.t
+        .owner()
+        .await
+        .query_one(
+            "SELECT count(*) FROM media_service.attachments WHERE file_id = $1",
+            &[&file.parse::<uuid::Uuid>().unwrap()],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn a_file_shared_by_a_logo_and_a_cover_stays_until_both_let_go() {
+    let ctx = context(Store::Local).await;
+    let admin = ctx.admin().await;
+    let (owner, org) = ctx.owner(&admin).await;
+    let token = &owner.access;
+    let image = upload(&ctx, token, "file", &landscape_jpeg(), None).await;
+    assert_eq!(image.status, 201, "{}", image.body);
+    let image = image.body["id"].as_str().unwrap().to_string();
+    ready(&ctx, token, &image).await;
+    let logo = ctx
+        .put(
+            &format!("/api/v1/organizations/{org}"),
+            Some(token),
+            json!({"logoId": image}),
+        )
+        .await;
+    assert_eq!(logo.status, 200, "{}", logo.body);
+    let event = ctx
+        .post(
+            "/api/v1/events",
+            Some(token),
+            json!({"title": "Same picture", "startsAt": (chrono::Utc::now() + Duration::days(5)).to_rfc3339(), "coverImageId": image}),
+        )
+        .await;
+    assert_eq!(event.status, 201, "{}", event.body);
+    let event = event.body["id"].as_str().unwrap().to_string();
+    assert!(
+        eventually(15, || async { attachments_of(&ctx, &image).await == 2 }).await,
+        "the logo and the cover both hold the file"
+    );
+    let objects = storage::media::objects::Objects::from_config(&ctx.config()).unwrap();
+    let cleanup = || async {
+        storage::media::uploads::cleanup(&ctx.t.db, &objects, ctx.clock.now() + Duration::days(3))
+            .await
+            .unwrap()
+    };
+    let status = || async {
+        ctx.get(&format!("/api/v1/media/{image}"), Some(token))
+            .await
+            .body
+    };
+
+    // The logo lets go; the cover still holds it through the cleanup.
+    let cleared = ctx
+        .put(
+            &format!("/api/v1/organizations/{org}"),
+            Some(token),
+            json!({"logoId": null}),
+        )
+        .await;
+    assert_eq!(cleared.status, 200, "{}", cleared.body);
+    assert!(
+        eventually(15, || async {
+            status().await["attachedTo"] == json!({"type": "EVENT_COVER", "id": event})
+        })
+        .await,
+        "only the cover is left: {}",
+        status().await
+    );
+    assert_eq!(attachments_of(&ctx, &image).await, 1);
+    assert_eq!(cleanup().await, 0, "still attached to the cover");
+    let kept = status().await;
+    assert_eq!(kept["status"], "READY", "{kept}");
+    assert_eq!(link(&ctx, token, &image, "ORIGINAL").await.status, 200);
+
+    // The cover lets go too: now the cleanup removes it.
+    let uncovered = ctx
+        .put(
+            &format!("/api/v1/events/{event}"),
+            Some(token),
+            json!({"coverImageId": null}),
+        )
+        .await;
+    assert_eq!(uncovered.status, 200, "{}", uncovered.body);
+    assert!(
+        eventually(15, || async { status().await["attachedTo"].is_null() }).await,
+        "nothing holds it: {}",
+        status().await
+    );
+    assert_eq!(attachments_of(&ctx, &image).await, 0);
+    assert_eq!(cleanup().await, 1, "the last one let go");
+    assert_eq!(status().await["status"], "DELETED");
+    assert_eq!(cleanup().await, 0);
+}
+
 #[tokio::test]
 async fn organization_files_stay_in_the_organization() {
     let ctx = context(Store::Local).await;

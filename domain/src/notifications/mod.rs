@@ -1,11 +1,14 @@
 //! Notification rules: the kinds of message, which of them a user may switch off, the
-//! templates they are written with, the values that fill them, the bot's commands and
-//! answers, and the send queue's delivery rules.
+//! templates they are written with, the values that fill them and how times are told, the
+//! mail that stands in for a chat, the bot's commands and answers, and the send queue's
+//! delivery rules.
 
 pub mod commands;
 pub mod delivery;
+pub mod mails;
 pub mod replies;
 pub mod templates;
+pub mod times;
 pub mod values;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +22,12 @@ pub enum Kind {
     /// A registration holds a seat (with the ticket).
     #[serde(rename = "registration.confirmed")]
     RegistrationConfirmed,
+    /// A seat is held until a deadline and awaits payment (no ticket yet).
+    #[serde(rename = "registration.reserved")]
+    RegistrationReserved,
+    /// A seat awaits payment, without a deadline (no ticket yet).
+    #[serde(rename = "registration.pending")]
+    RegistrationPending,
     /// A registration was cancelled.
     #[serde(rename = "registration.cancelled")]
     RegistrationCancelled,
@@ -34,12 +43,16 @@ pub enum Kind {
     /// The event was cancelled.
     #[serde(rename = "event.cancelled")]
     EventCancelled,
-    /// A seat is held for you from the waiting list.
+    /// A seat is held for you from the waiting list (a notice the person asked for by
+    /// joining the list, so it cannot be switched off).
     #[serde(rename = "waitlist.available")]
     WaitlistAvailable,
     /// A payment went through.
     #[serde(rename = "payment.receipt")]
     PaymentReceipt,
+    /// A payment bought nothing (it came after the seat was gone) and is being returned.
+    #[serde(rename = "payment.refund")]
+    PaymentRefund,
 }
 
 /// What a user may switch off; everything else is a service notice and always sent.
@@ -50,7 +63,9 @@ pub enum OptOut {
     Reminders,
     /// Changes of time or place.
     Changes,
-    /// Waiting-list offers.
+    /// Kept in the settings for the clients that send it; it silences nothing, since the one
+    /// waiting-list message is the offer, and a silenced offer would hold a seat for 24 hours
+    /// without the person knowing (leaving the list is how to stop offers).
     WaitingList,
     /// Payment receipts.
     Receipts,
@@ -58,9 +73,11 @@ pub enum OptOut {
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 12] = [
         Kind::UserWelcome,
         Kind::RegistrationConfirmed,
+        Kind::RegistrationReserved,
+        Kind::RegistrationPending,
         Kind::RegistrationCancelled,
         Kind::ReservationExpired,
         Kind::EventReminder,
@@ -68,6 +85,7 @@ impl Kind {
         Kind::EventCancelled,
         Kind::WaitlistAvailable,
         Kind::PaymentReceipt,
+        Kind::PaymentRefund,
     ];
 
     /// The kind a template name stands for.
@@ -80,6 +98,8 @@ impl Kind {
         match self {
             Kind::UserWelcome => "user.welcome",
             Kind::RegistrationConfirmed => "registration.confirmed",
+            Kind::RegistrationReserved => "registration.reserved",
+            Kind::RegistrationPending => "registration.pending",
             Kind::RegistrationCancelled => "registration.cancelled",
             Kind::ReservationExpired => "reservation.expired",
             Kind::EventReminder => "event.reminder",
@@ -87,6 +107,7 @@ impl Kind {
             Kind::EventCancelled => "event.cancelled",
             Kind::WaitlistAvailable => "waitlist.available",
             Kind::PaymentReceipt => "payment.receipt",
+            Kind::PaymentRefund => "payment.refund",
         }
     }
 
@@ -95,13 +116,16 @@ impl Kind {
         match self {
             Kind::EventReminder => Some(OptOut::Reminders),
             Kind::EventChanged => Some(OptOut::Changes),
-            Kind::WaitlistAvailable => Some(OptOut::WaitingList),
             Kind::PaymentReceipt => Some(OptOut::Receipts),
             Kind::UserWelcome
             | Kind::RegistrationConfirmed
+            | Kind::RegistrationReserved
+            | Kind::RegistrationPending
+            | Kind::WaitlistAvailable
             | Kind::RegistrationCancelled
             | Kind::ReservationExpired
-            | Kind::EventCancelled => None,
+            | Kind::EventCancelled
+            | Kind::PaymentRefund => None,
         }
     }
 }
@@ -114,7 +138,7 @@ pub struct Preferences {
     pub reminders: bool,
     /// Changes of time or place.
     pub changes: bool,
-    /// Waiting-list offers.
+    /// Stored and answered as set; silences nothing (see `OptOut::WaitingList`).
     pub waiting_list: bool,
     /// Payment receipts.
     pub receipts: bool,
@@ -171,5 +195,15 @@ mod tests {
         }
         assert!(silent.allows(Kind::RegistrationCancelled));
         assert!(silent.allows(Kind::EventCancelled));
+        // An offer holds a seat for the person: it must reach them whatever they switched off.
+        assert!(silent.allows(Kind::WaitlistAvailable));
+        assert!(!silent.allows(Kind::EventReminder));
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for kind in Kind::ALL {
+            assert_eq!(Kind::parse(kind.as_str()), Some(kind));
+        }
     }
 }

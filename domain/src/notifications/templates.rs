@@ -38,6 +38,18 @@ pub fn text(kind: Kind, lang: Lang) -> &'static str {
         (Kind::RegistrationConfirmed, Lang::En) => {
             "*{{eventTitle}}*\n{{firstName}}, you are registered\\.\nWhen: {{eventDate}}\nWhere: {{eventLocation}}\nCode: `{{confirmationCode}}`"
         }
+        (Kind::RegistrationReserved, Lang::Ru) => {
+            "*{{eventTitle}}*\n{{firstName}}, место за вами до {{expiresAt}}\\. Оплатите, чтобы подтвердить регистрацию: билет с кодом придёт после оплаты\\.\nКогда: {{eventDate}}\nГде: {{eventLocation}}"
+        }
+        (Kind::RegistrationReserved, Lang::En) => {
+            "*{{eventTitle}}*\n{{firstName}}, your seat is held until {{expiresAt}}\\. Pay to confirm it: the ticket with its code comes once you have paid\\.\nWhen: {{eventDate}}\nWhere: {{eventLocation}}"
+        }
+        (Kind::RegistrationPending, Lang::Ru) => {
+            "*{{eventTitle}}*\n{{firstName}}, место за вами до оплаты\\. Оплатите, чтобы подтвердить регистрацию: билет с кодом придёт после оплаты\\.\nКогда: {{eventDate}}\nГде: {{eventLocation}}"
+        }
+        (Kind::RegistrationPending, Lang::En) => {
+            "*{{eventTitle}}*\n{{firstName}}, your seat is held until you pay\\. Pay to confirm it: the ticket with its code comes once you have paid\\.\nWhen: {{eventDate}}\nWhere: {{eventLocation}}"
+        }
         (Kind::RegistrationCancelled, Lang::Ru) => {
             "{{firstName}}, ваша регистрация на *{{eventTitle}}* отменена\\."
         }
@@ -51,10 +63,10 @@ pub fn text(kind: Kind, lang: Lang) -> &'static str {
             "{{firstName}}, your reservation for *{{eventTitle}}* expired before payment; the seat was released\\."
         }
         (Kind::EventReminder, Lang::Ru) => {
-            "Завтра: *{{eventTitle}}*\nКогда: {{eventDate}}\nГде: {{eventLocation}}\nКод: `{{confirmationCode}}`"
+            "*{{eventTitle}}* начнётся {{eventWhen}}\\.\nКогда: {{eventDate}}\nГде: {{eventLocation}}\nКод: `{{confirmationCode}}`"
         }
         (Kind::EventReminder, Lang::En) => {
-            "Tomorrow: *{{eventTitle}}*\nWhen: {{eventDate}}\nWhere: {{eventLocation}}\nCode: `{{confirmationCode}}`"
+            "*{{eventTitle}}* starts {{eventWhen}}\\.\nWhen: {{eventDate}}\nWhere: {{eventLocation}}\nCode: `{{confirmationCode}}`"
         }
         (Kind::EventChanged, Lang::Ru) => {
             "*{{eventTitle}}* изменилось\\.\nКогда: {{eventDate}}\nГде: {{eventLocation}}"
@@ -65,16 +77,22 @@ pub fn text(kind: Kind, lang: Lang) -> &'static str {
         (Kind::EventCancelled, Lang::Ru) => "{{firstName}}, событие *{{eventTitle}}* отменено\\.",
         (Kind::EventCancelled, Lang::En) => "{{firstName}}, *{{eventTitle}}* has been cancelled\\.",
         (Kind::WaitlistAvailable, Lang::Ru) => {
-            "{{firstName}}, освободилось место на *{{eventTitle}}*\\. Оно ваше 24 часа: {{eventUrl}}"
+            "{{firstName}}, освободилось место на *{{eventTitle}}*\\. Оно ваше до {{expiresAt}}: {{eventUrl}}\nКогда: {{eventDate}}"
         }
         (Kind::WaitlistAvailable, Lang::En) => {
-            "{{firstName}}, a seat for *{{eventTitle}}* is free\\. It is held for you for 24 hours: {{eventUrl}}"
+            "{{firstName}}, a seat for *{{eventTitle}}* is free\\. It is held for you until {{expiresAt}}: {{eventUrl}}\nWhen: {{eventDate}}"
         }
         (Kind::PaymentReceipt, Lang::Ru) => {
             "Оплата получена: *{{eventTitle}}*\nСумма: {{amount}}\nКод: `{{confirmationCode}}`"
         }
         (Kind::PaymentReceipt, Lang::En) => {
             "Payment received: *{{eventTitle}}*\nAmount: {{amount}}\nCode: `{{confirmationCode}}`"
+        }
+        (Kind::PaymentRefund, Lang::Ru) => {
+            "{{firstName}}, оплата {{amount}} за *{{eventTitle}}* пришла, когда места уже не было\\. Деньги будут возвращены\\."
+        }
+        (Kind::PaymentRefund, Lang::En) => {
+            "{{firstName}}, your payment of {{amount}} for *{{eventTitle}}* arrived when no seat was left\\. It will be returned\\."
         }
     }
 }
@@ -153,6 +171,8 @@ mod tests {
             "eventUrl",
             "confirmationCode",
             "amount",
+            "expiresAt",
+            "eventWhen",
         ]
         .iter()
         .map(|k| (k.to_string(), hostile.to_string()))
@@ -194,6 +214,18 @@ mod tests {
             assert_eq!(names(Lang::Ru), names(Lang::En), "{}", kind.as_str());
             assert!(!variables(kind).is_empty());
         }
+    }
+
+    #[test]
+    fn messages_awaiting_payment_carry_no_code() {
+        let uses = |kind, name: &str| variables(kind).iter().any(|v| v == name);
+        for kind in [Kind::RegistrationReserved, Kind::RegistrationPending] {
+            assert!(!uses(kind, "confirmationCode"), "{}", kind.as_str());
+        }
+        assert!(uses(Kind::RegistrationReserved, "expiresAt"));
+        assert!(!uses(Kind::RegistrationPending, "expiresAt"));
+        assert!(uses(Kind::RegistrationConfirmed, "confirmationCode"));
+        assert!(uses(Kind::EventReminder, "eventWhen"));
     }
 
     #[test]

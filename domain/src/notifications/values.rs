@@ -1,6 +1,8 @@
-//! The values templates are filled with, written for a reader: dates with their zone, sums
-//! with their currency, places from whichever of address and link the event has.
+//! The values templates are filled with, written for a reader: dates on the event's clock
+//! with its zone, sums with their currency, places from whichever of address and link the
+//! event has.
 
+use super::times::{self, Zone};
 use crate::i18n::Lang;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
@@ -12,21 +14,14 @@ pub struct EventFacts {
     pub title: String,
     /// Start.
     pub starts_at: Option<DateTime<Utc>>,
+    /// The event's time zone: every time about it is written on its clock.
+    pub zone: Zone,
     /// Street address, for events in a place.
     pub location_address: Option<String>,
     /// Link, for online events.
     pub location_url: Option<String>,
     /// Where the event can be seen.
     pub url: String,
-}
-
-/// Writes a start time as the reader expects it in `lang` (times are UTC: bilet does not
-/// ship a time-zone database, and an explicit zone cannot be misread).
-pub fn date(at: DateTime<Utc>, lang: Lang) -> String {
-    match lang {
-        Lang::Ru => at.format("%d.%m.%Y %H:%M UTC").to_string(),
-        Lang::En => at.format("%-d %b %Y, %H:%M UTC").to_string(),
-    }
 }
 
 /// Writes a sum of minor units with its currency (`1500.00 RUB`).
@@ -51,7 +46,7 @@ pub fn for_event(first_name: &str, event: &EventFacts, lang: Lang) -> BTreeMap<S
     values.insert("firstName".into(), first_name.to_string());
     values.insert("eventTitle".into(), event.title.clone());
     if let Some(at) = event.starts_at {
-        values.insert("eventDate".into(), date(at, lang));
+        values.insert("eventDate".into(), times::date(at, event.zone, lang));
     }
     if let Some(place) = location(event) {
         values.insert("eventLocation".into(), place);
@@ -66,10 +61,7 @@ mod tests {
     use chrono::TimeZone;
 
     #[test]
-    fn dates_and_sums_read_naturally() {
-        let at = Utc.with_ymd_and_hms(2026, 12, 1, 18, 5, 0).unwrap();
-        assert_eq!(date(at, Lang::Ru), "01.12.2026 18:05 UTC");
-        assert_eq!(date(at, Lang::En), "1 Dec 2026, 18:05 UTC");
+    fn sums_read_naturally() {
         assert_eq!(amount(150_000, "RUB"), "1500.00 RUB");
         assert_eq!(amount(5, "EUR"), "0.05 EUR");
         assert_eq!(amount(-250, "USD"), "-2.50 USD");
@@ -90,5 +82,18 @@ mod tests {
         let v = for_event("Ann", &e, Lang::En);
         assert_eq!(v["firstName"], "Ann");
         assert!(!v.contains_key("eventLocation") && !v.contains_key("eventDate"));
+    }
+
+    #[test]
+    fn the_date_is_on_the_event_clock() {
+        let e = EventFacts {
+            starts_at: Some(Utc.with_ymd_and_hms(2026, 12, 1, 9, 0, 0).unwrap()),
+            zone: Zone::named("Asia/Vladivostok").unwrap(),
+            ..EventFacts::default()
+        };
+        assert_eq!(
+            for_event("Ann", &e, Lang::Ru)["eventDate"],
+            "01.12.2026 19:00 UTC+10"
+        );
     }
 }

@@ -9,7 +9,6 @@ use crate::paging::PageParams;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use domain::events::validation::{self, TicketNumbers};
 use domain::paging::{Page, SortDir, SortField, SortWhitelist};
 use domain::validation::{FieldError, FieldErrors};
@@ -131,19 +130,16 @@ pub async fn update(
     ))
 }
 
-/// Deletes a ticket type (204), or deactivates one with sold or reserved seats (200 with it).
+/// Deletes a ticket type, or retires one with sales (any registration, cancelled ones too, or
+/// sold or reserved seats): off sale and kept for its tickets. 204 either way.
 #[utoipa::path(delete, path = "/api/v1/events/{id}/ticket-types/{type_id}", tag = "events",
-    responses((status = 204), (status = 200, body = TicketTypeDto), (status = 404, body = crate::error::ErrorBody)))]
+    responses((status = 204, description = "deleted, or retired when it has sales"), (status = 404, body = crate::error::ErrorBody)))]
 pub async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     Path((id, type_id)): Path<(Uuid, Uuid)>,
-) -> Result<Response, ApiError> {
+) -> Result<StatusCode, ApiError> {
     let (tenant, user) = organizer(&caller)?;
-    Ok(
-        match ticket_types::delete(&state.db, tenant, user, id, type_id, state.clock.now()).await? {
-            Some(kept) => Json(TicketTypeDto::from(kept)).into_response(),
-            None => StatusCode::NO_CONTENT.into_response(),
-        },
-    )
+    ticket_types::delete(&state.db, tenant, user, id, type_id, state.clock.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

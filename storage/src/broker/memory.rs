@@ -1,25 +1,75 @@
 //! The in-process bus: the embedded default for a single node. It routes and retries exactly
-//! like the RabbitMQ broker; its queues and dead letters live in memory, so events handed to
-//! it are lost if the process dies before handling them (the outbox keeps them until then).
+//! like the RabbitMQ broker, and delivers from memory queues.
+//!
+//! Built on a database (`durable`, what a node does), it writes each delivery to
+//! `broker.deliveries` before confirming a publish, so the relay stamps an outbox row only once
+//! every subscribed consumer's delivery is on disk. The table keeps the retry schedule and the
+//! dead letters, and a bus starting takes up the deliveries a dead process left (see
+//! `deliveries` and `owner`). Built without (`new`), it keeps everything in memory.
 
 use super::{
-    Broker, BrokerError, DeadLetter, PublishError, RetryPolicy, Subscription, retry_delay,
+    Broker, BrokerError, DeadLetter, HandlerError, PublishError, RetryPolicy, Subscription,
+    deliveries, owner, retry_delay,
 };
+use crate::db::Database;
 use async_trait::async_trait;
 use domain::envelope::{Envelope, topic_matches};
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
+use std::time::Duration;
+use tokio::sync::{Notify, mpsc};
+use tokio::task::AbortHandle;
+use uuid::Uuid;
 
-/// The in-process broker.
+/// How often a durable bus looks for deliveries nobody holds (a dead process's, replayed ones).
+const POLL: Duration = Duration::from_secs(1);
+/// Deliveries taken up per query; a full batch is followed by another at once.
+const TAKE_UP_BATCH: i64 = 500;
+/// Handled deliveries forgotten per statement.
+const DELETE_BATCH: usize = 1_000;
+
+/// The in-process broker. Its tasks (consumers, and for a durable bus the owner lock, the
+/// poller and the deleter) stop when the last clone is dropped, like a process dying.
 #[derive(Clone)]
 pub struct MemoryBroker {
     inner: Arc<Inner>,
 }
 
 struct Inner {
+    bus: Arc<Bus>,
+    tasks: Mutex<Vec<AbortHandle>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for task in self
+            .tasks
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
+    }
+}
+
+/// What the tasks share.
+struct Bus {
     policy: RetryPolicy,
     queues: Mutex<Vec<Queue>>,
+    /// Dead letters of a bus without a database.
     dead: Mutex<Vec<DeadLetter>>,
+    store: Option<Store>,
+}
+
+/// The durable side of a bus.
+struct Store {
+    db: Database,
+    /// The key of this bus's advisory lock, written as the owner of its deliveries.
+    owner: i64,
+    /// Rows whose handler succeeded, deleted in batches.
+    done: mpsc::UnboundedSender<Uuid>,
+    /// Wakes the poller before its next round.
+    wake: Notify,
 }
 
 struct Queue {
@@ -31,56 +81,185 @@ struct Queue {
 struct Pending {
     event: Envelope,
     attempt: u32,
+    /// Its row in `broker.deliveries`, on a durable bus.
+    row: Option<Uuid>,
 }
 
 impl MemoryBroker {
-    /// An empty bus.
+    /// A bus keeping everything in memory: what it holds is lost with the process.
     pub fn new(policy: RetryPolicy) -> MemoryBroker {
+        MemoryBroker::with_bus(Bus {
+            policy,
+            queues: Mutex::new(Vec::new()),
+            dead: Mutex::new(Vec::new()),
+            store: None,
+        })
+    }
+
+    /// A bus keeping its deliveries in `db` (schema `broker`, migrated), so a crash loses
+    /// none: it takes its owner lock before it returns, then takes up the deliveries of the
+    /// consumers it is given that no running bus holds.
+    pub async fn durable(policy: RetryPolicy, db: Database) -> Result<MemoryBroker, BrokerError> {
+        let key = owner::new_key();
+        let unavailable = |e: crate::DbError| BrokerError::Unavailable(e.to_string());
+        let client = owner::lock(&db, key)
+            .await
+            .map_err(unavailable)?
+            .ok_or(BrokerError::Unavailable("owner key already locked".into()))?;
+        let (done, done_rx) = mpsc::unbounded_channel();
+        let broker = MemoryBroker::with_bus(Bus {
+            policy,
+            queues: Mutex::new(Vec::new()),
+            dead: Mutex::new(Vec::new()),
+            store: Some(Store {
+                db: db.clone(),
+                owner: key,
+                done,
+                wake: Notify::new(),
+            }),
+        });
+        broker.spawn(owner::keep(db.clone(), key, Some(client)));
+        broker.spawn(delete_handled(db, done_rx));
+        broker.spawn(take_up(broker.inner.bus.clone()));
+        Ok(broker)
+    }
+
+    fn with_bus(bus: Bus) -> MemoryBroker {
         MemoryBroker {
             inner: Arc::new(Inner {
-                policy,
-                queues: Mutex::new(Vec::new()),
-                dead: Mutex::new(Vec::new()),
+                bus: Arc::new(bus),
+                tasks: Mutex::new(Vec::new()),
             }),
         }
     }
 
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(task).abort_handle();
+        self.inner
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(handle);
+    }
+}
+
+impl Bus {
     fn sender_of(&self, consumer: &str) -> Option<mpsc::UnboundedSender<Pending>> {
-        let queues = self.inner.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         queues
             .iter()
             .find(|q| q.consumer == consumer)
             .map(|q| q.sender.clone())
+    }
+
+    fn consumers(&self) -> Vec<String> {
+        let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        queues.iter().map(|q| q.consumer.clone()).collect()
+    }
+
+    /// Forgets a handled delivery.
+    fn done(&self, pending: &Pending) {
+        if let (Some(store), Some(row)) = (&self.store, pending.row) {
+            let _ = store.done.send(row);
+        }
+    }
+
+    /// Writes down that attempt `pending.attempt + 1` comes in `delay`. Best effort: if it
+    /// cannot be written, a crash meanwhile only brings the message back sooner, with fewer
+    /// attempts counted.
+    async fn reschedule(&self, consumer: &str, pending: &Pending, delay: Duration, error: &str) {
+        let (Some(store), Some(row)) = (&self.store, pending.row) else {
+            return;
+        };
+        if let Err(e) =
+            deliveries::reschedule(&store.db, row, pending.attempt + 1, delay, error).await
+        {
+            tracing::warn!(consumer, event_id = %pending.event.id, error = %e, "retry schedule not recorded");
+        }
+    }
+
+    /// Parks a message its handler gave up on. On a durable bus this waits until the dead
+    /// letter is written (a database outage holds the consumer, whose handler would meet the
+    /// same outage anyway), so no dead letter exists only in memory.
+    async fn park(&self, consumer: &str, pending: Pending, error: &HandlerError) {
+        let (Some(store), Some(row)) = (&self.store, pending.row) else {
+            self.dead
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(DeadLetter {
+                    consumer: consumer.to_string(),
+                    attempts: pending.attempt,
+                    raw: serde_json::to_string(&pending.event).unwrap_or_default(),
+                    event: Some(pending.event),
+                    reason: Some(error.to_string()),
+                });
+            return;
+        };
+        let reason = error.to_string();
+        while let Err(e) = deliveries::park(&store.db, row, pending.attempt, &reason).await {
+            let pause = super::outage_delay(self.policy.base_delay);
+            tracing::warn!(consumer, event_id = %pending.event.id, error = %e, retry_in_ms = pause.as_millis() as u64, "dead letter not recorded; will retry");
+            tokio::time::sleep(pause).await;
+        }
     }
 }
 
 #[async_trait]
 impl Broker for MemoryBroker {
     async fn publish(&self, events: &[Envelope]) -> Result<(), PublishError> {
-        let queues = self.inner.queues.lock().unwrap_or_else(|p| p.into_inner());
-        for event in events {
-            for queue in queues.iter() {
-                if queue
-                    .patterns
+        let bus = &self.inner.bus;
+        let routed: Vec<(mpsc::UnboundedSender<Pending>, String, &Envelope)> = {
+            let queues = bus.queues.lock().unwrap_or_else(|p| p.into_inner());
+            events
+                .iter()
+                .flat_map(|event| {
+                    queues
+                        .iter()
+                        .filter(|q| {
+                            q.patterns
+                                .iter()
+                                .any(|p| topic_matches(p, &event.event_type))
+                        })
+                        .map(move |q| (q.sender.clone(), q.consumer.clone(), event))
+                })
+                .collect()
+        };
+        let rows: Vec<Option<Uuid>> = match &bus.store {
+            Some(store) => {
+                let ids: Vec<Uuid> = routed.iter().map(|_| Uuid::now_v7()).collect();
+                let rows: Vec<(Uuid, &str, &Envelope)> = routed
                     .iter()
-                    .any(|p| topic_matches(p, &event.event_type))
-                {
-                    // A closed queue means its consumer stopped; like an unbound queue,
-                    // it no longer receives.
-                    let _ = queue.sender.send(Pending {
-                        event: event.clone(),
-                        attempt: 1,
-                    });
-                }
+                    .zip(&ids)
+                    .map(|((_, consumer, event), id)| (*id, consumer.as_str(), *event))
+                    .collect();
+                // One statement for the batch: all of it is confirmed, or none.
+                deliveries::record(&store.db, store.owner, &rows)
+                    .await
+                    .map_err(|e| PublishError {
+                        confirmed: 0,
+                        reason: e.to_string(),
+                    })?;
+                ids.into_iter().map(Some).collect()
             }
+            None => vec![None; routed.len()],
+        };
+        for ((sender, _, event), row) in routed.into_iter().zip(rows) {
+            // A closed queue means its consumer stopped; like an unbound queue, it no longer
+            // receives (a durable row stays for whoever takes it up).
+            let _ = sender.send(Pending {
+                event: event.clone(),
+                attempt: 1,
+                row,
+            });
         }
         Ok(())
     }
 
     async fn subscribe(&self, subscription: Subscription) -> Result<(), BrokerError> {
-        let (sender, mut receiver) = mpsc::unbounded_channel::<Pending>();
+        let (sender, receiver) = mpsc::unbounded_channel::<Pending>();
+        let bus = self.inner.bus.clone();
         {
-            let mut queues = self.inner.queues.lock().unwrap_or_else(|p| p.into_inner());
+            let mut queues = bus.queues.lock().unwrap_or_else(|p| p.into_inner());
             queues.retain(|q| q.consumer != subscription.consumer);
             queues.push(Queue {
                 consumer: subscription.consumer.clone(),
@@ -88,49 +267,11 @@ impl Broker for MemoryBroker {
                 sender: sender.clone(),
             });
         }
-        let inner = self.inner.clone();
-        tokio::spawn(async move {
-            while let Some(pending) = receiver.recv().await {
-                let Err(error) = subscription.handler.handle(&pending.event).await else {
-                    continue;
-                };
-                let consumer = &subscription.consumer;
-                if super::is_outage(&error) {
-                    let delay = super::outage_delay(inner.policy.base_delay);
-                    tracing::warn!(consumer, event_id = %pending.event.id, %error, retry_in_ms = delay.as_millis() as u64, "backing service down; will retry without counting an attempt");
-                    let sender = sender.clone();
-                    tokio::spawn(async move {
-                        tokio::time::sleep(delay).await;
-                        let _ = sender.send(pending);
-                    });
-                    continue;
-                }
-                if pending.attempt >= inner.policy.max_attempts {
-                    tracing::error!(consumer, event_id = %pending.event.id, attempts = pending.attempt, %error, "handler gave up; message dead-lettered");
-                    inner
-                        .dead
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(DeadLetter {
-                            consumer: consumer.clone(),
-                            attempts: pending.attempt,
-                            raw: serde_json::to_string(&pending.event).unwrap_or_default(),
-                            event: Some(pending.event),
-                        });
-                    continue;
-                }
-                let delay = retry_delay(inner.policy.base_delay, pending.attempt);
-                tracing::warn!(consumer, event_id = %pending.event.id, attempt = pending.attempt, %error, retry_in_ms = delay.as_millis() as u64, "handler failed; will retry");
-                let sender = sender.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(delay).await;
-                    let _ = sender.send(Pending {
-                        event: pending.event,
-                        attempt: pending.attempt + 1,
-                    });
-                });
-            }
-        });
+        self.spawn(consume(bus.clone(), subscription, sender, receiver));
+        // What a previous process left for this consumer is taken up now, not at the next poll.
+        if let Some(store) = &bus.store {
+            store.wake.notify_one();
+        }
         Ok(())
     }
 
@@ -139,7 +280,13 @@ impl Broker for MemoryBroker {
     }
 
     async fn dead_letters(&self, consumer: Option<&str>) -> Result<Vec<DeadLetter>, BrokerError> {
-        let dead = self.inner.dead.lock().unwrap_or_else(|p| p.into_inner());
+        let bus = &self.inner.bus;
+        if let Some(store) = &bus.store {
+            return deliveries::dead_letters(&store.db, consumer)
+                .await
+                .map_err(|e| BrokerError::Unavailable(e.to_string()));
+        }
+        let dead = bus.dead.lock().unwrap_or_else(|p| p.into_inner());
         Ok(dead
             .iter()
             .filter(|d| consumer.is_none_or(|c| d.consumer == c))
@@ -148,11 +295,19 @@ impl Broker for MemoryBroker {
     }
 
     async fn replay(&self, consumer: &str) -> Result<usize, BrokerError> {
-        let sender = self
+        let bus = &self.inner.bus;
+        if let Some(store) = &bus.store {
+            let n = deliveries::replay(&store.db, consumer)
+                .await
+                .map_err(|e| BrokerError::Unavailable(e.to_string()))?;
+            store.wake.notify_one();
+            return Ok(n);
+        }
+        let sender = bus
             .sender_of(consumer)
             .ok_or(BrokerError::Unsupported("no such consumer on this node"))?;
         let replayed: Vec<DeadLetter> = {
-            let mut dead = self.inner.dead.lock().unwrap_or_else(|p| p.into_inner());
+            let mut dead = bus.dead.lock().unwrap_or_else(|p| p.into_inner());
             let (mine, rest) = dead.drain(..).partition(|d| d.consumer == consumer);
             *dead = rest;
             mine
@@ -162,8 +317,146 @@ impl Broker for MemoryBroker {
             let _ = sender.send(Pending {
                 event: letter,
                 attempt: 1,
+                row: None,
             });
         }
         Ok(count)
+    }
+}
+
+/// One consumer: its events one at a time, in order; failures retried from memory on the
+/// schedule the table records.
+async fn consume(
+    bus: Arc<Bus>,
+    subscription: Subscription,
+    sender: mpsc::UnboundedSender<Pending>,
+    mut receiver: mpsc::UnboundedReceiver<Pending>,
+) {
+    let consumer = subscription.consumer.as_str();
+    let policy = bus.policy;
+    while let Some(pending) = receiver.recv().await {
+        let error = match subscription.handler.handle(&pending.event).await {
+            Ok(()) => {
+                bus.done(&pending);
+                continue;
+            }
+            Err(error) => error,
+        };
+        if super::is_outage(&error) {
+            let delay = super::outage_delay(policy.base_delay);
+            tracing::warn!(consumer, event_id = %pending.event.id, %error, retry_in_ms = delay.as_millis() as u64, "backing service down; will retry without counting an attempt");
+            send_later(&sender, pending, delay);
+            continue;
+        }
+        if pending.attempt >= policy.max_attempts {
+            tracing::error!(consumer, event_id = %pending.event.id, attempts = pending.attempt, %error, "handler gave up; message dead-lettered");
+            bus.park(consumer, pending, &error).await;
+            continue;
+        }
+        let delay = retry_delay(policy.base_delay, pending.attempt);
+        tracing::warn!(consumer, event_id = %pending.event.id, attempt = pending.attempt, %error, retry_in_ms = delay.as_millis() as u64, "handler failed; will retry");
+        bus.reschedule(consumer, &pending, delay, &error.to_string())
+            .await;
+        send_later(
+            &sender,
+            Pending {
+                attempt: pending.attempt + 1,
+                ..pending
+            },
+            delay,
+        );
+    }
+}
+
+fn send_later(sender: &mpsc::UnboundedSender<Pending>, pending: Pending, delay: Duration) {
+    let sender = sender.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        let _ = sender.send(pending);
+    });
+}
+
+/// Deletes the rows of handled deliveries, as many per statement as have piled up meanwhile.
+async fn delete_handled(db: Database, mut done: mpsc::UnboundedReceiver<Uuid>) {
+    let mut batch: Vec<Uuid> = Vec::new();
+    loop {
+        if batch.is_empty() {
+            match done.recv().await {
+                Some(id) => batch.push(id),
+                None => return,
+            }
+        }
+        while batch.len() < DELETE_BATCH {
+            match done.try_recv() {
+                Ok(id) => batch.push(id),
+                Err(_) => break,
+            }
+        }
+        match deliveries::delete(&db, &batch).await {
+            Ok(()) => batch.clear(),
+            Err(error) => {
+                // Kept for the next try; until then a crash would only redeliver them.
+                tracing::warn!(%error, pending = batch.len(), "handled deliveries not deleted; will retry");
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+}
+
+/// Hands the consumers of this bus the deliveries nobody holds, at start, after a replay and
+/// every POLL.
+async fn take_up(bus: Arc<Bus>) {
+    let Some(store) = &bus.store else {
+        return;
+    };
+    loop {
+        let consumers = bus.consumers();
+        let mut full = false;
+        if !consumers.is_empty() {
+            match deliveries::take_up(&store.db, store.owner, &consumers, TAKE_UP_BATCH).await {
+                Ok(taken) => {
+                    full = taken.len() as i64 >= TAKE_UP_BATCH;
+                    if !taken.is_empty() {
+                        tracing::info!(count = taken.len(), "in-process broker took up deliveries");
+                    }
+                    for delivery in taken {
+                        hand_over(&bus, store, delivery).await;
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot take up in-process deliveries; will retry")
+                }
+            }
+        }
+        if !full {
+            tokio::select! {
+                _ = store.wake.notified() => {}
+                _ = tokio::time::sleep(POLL) => {}
+            }
+        }
+    }
+}
+
+async fn hand_over(bus: &Bus, store: &Store, delivery: deliveries::Taken) {
+    let event = match serde_json::from_value::<Envelope>(delivery.event) {
+        Ok(event) => event,
+        Err(e) => {
+            tracing::error!(consumer = %delivery.consumer, error = %e, "undecodable delivery dead-lettered");
+            let reason = format!("undecodable: {e}");
+            if let Err(error) =
+                deliveries::park(&store.db, delivery.id, delivery.attempt, &reason).await
+            {
+                tracing::warn!(%error, "undecodable delivery not parked");
+            }
+            return;
+        }
+    };
+    // Only consumers of this bus are taken up, and queues are never removed.
+    if let Some(sender) = bus.sender_of(&delivery.consumer) {
+        let _ = sender.send(Pending {
+            event,
+            attempt: delivery.attempt,
+            row: Some(delivery.id),
+        });
     }
 }

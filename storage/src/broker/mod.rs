@@ -1,9 +1,12 @@
 //! One broker interface, two implementations: an in-process bus (the embedded default) and
 //! RabbitMQ. Both route by topic, give each consumer its own queue, retry a failing handler
 //! with backoff a bounded number of times, and then park the message in a dead-letter queue
-//! from which it can be replayed.
+//! from which it can be replayed. A node's in-process bus keeps its deliveries, their retry
+//! schedule and its dead letters in PostgreSQL (`deliveries`), so they survive a restart.
 
+pub mod deliveries;
 mod memory;
+mod owner;
 mod rabbit;
 
 pub use memory::MemoryBroker;
@@ -68,6 +71,8 @@ pub struct DeadLetter {
     pub event: Option<Envelope>,
     /// The raw payload, for messages that could not be decoded.
     pub raw: String,
+    /// Why the last attempt failed, where the broker keeps it (the in-process one does).
+    pub reason: Option<String>,
 }
 
 /// Publishing and consuming domain events.
@@ -142,13 +147,39 @@ pub fn retry_delay(base: Duration, attempt: u32) -> Duration {
     base.saturating_mul(1u32 << attempt.saturating_sub(1).min(10))
 }
 
-/// Builds the broker named by the configuration: `memory` or an `amqp://` URL.
-pub async fn from_config(config: &BrokerConfig) -> Result<Arc<dyn Broker>, BrokerError> {
-    let policy = RetryPolicy {
+/// Whether the configuration names the in-process broker (`memory`, the default).
+pub fn is_in_process(config: &BrokerConfig) -> bool {
+    config.url == "memory" || config.url.is_empty()
+}
+
+/// The retry rules of the configuration.
+pub fn policy_of(config: &BrokerConfig) -> RetryPolicy {
+    RetryPolicy {
         max_attempts: config.max_attempts.max(1),
         base_delay: Duration::from_millis(config.retry_base_ms),
-    };
-    if config.url == "memory" || config.url.is_empty() {
+    }
+}
+
+/// Builds the broker of a node: RabbitMQ, or the in-process bus keeping its deliveries and
+/// dead letters in `db` (migrated), so that a restart loses none.
+pub async fn open(
+    config: &BrokerConfig,
+    db: &crate::Database,
+) -> Result<Arc<dyn Broker>, BrokerError> {
+    if is_in_process(config) {
+        Ok(Arc::new(
+            MemoryBroker::durable(policy_of(config), db.clone()).await?,
+        ))
+    } else {
+        from_config(config).await
+    }
+}
+
+/// Builds the broker named by the configuration: `memory` or an `amqp://` URL. Without a
+/// database the in-process bus keeps everything in memory; nodes use `open`.
+pub async fn from_config(config: &BrokerConfig) -> Result<Arc<dyn Broker>, BrokerError> {
+    let policy = policy_of(config);
+    if is_in_process(config) {
         Ok(Arc::new(MemoryBroker::new(policy)))
     } else if config.url.starts_with("amqp://") || config.url.starts_with("amqps://") {
         Ok(Arc::new(RabbitBroker::new(

@@ -382,6 +382,7 @@ impl Broker for RabbitBroker {
                 attempts: attempt_of(&delivery.properties),
                 event: serde_json::from_slice(&delivery.data).ok(),
                 raw: String::from_utf8_lossy(&delivery.data).into_owned(),
+                reason: None,
             });
         }
         let _ = channel.close(200, "listed".into()).await;

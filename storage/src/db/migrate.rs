@@ -65,7 +65,33 @@ async fn migrate_locked(client: &mut Client, app_password: Option<&str>) -> Resu
                 reason: e.to_string(),
             })?;
     }
+    // The in-process broker's deliveries belong to no service: a schema of their own.
+    client
+        .batch_execute("CREATE SCHEMA IF NOT EXISTS broker")
+        .await?;
+    let failed = |reason: String| DbError::Migration {
+        schema: "broker",
+        reason,
+    };
+    let migrations = broker_migrations().map_err(failed)?;
+    let mut runner = Runner::new(&migrations);
+    runner.set_migration_table_name("broker.refinery_schema_history");
+    runner
+        .run_async(client)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
     Ok(())
+}
+
+/// The migrations of the `broker` schema (the in-process broker's deliveries), in order.
+fn broker_migrations() -> Result<Vec<Migration>, String> {
+    [(
+        "V1__deliveries",
+        include_str!("../../../migrations/broker/V1__deliveries.sql"),
+    )]
+    .into_iter()
+    .map(|(name, sql)| Migration::unapplied(name, sql).map_err(|e| e.to_string()))
+    .collect()
 }
 
 async fn connect(url: &str) -> Result<Client, DbError> {
@@ -150,11 +176,21 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V5__seat_requests",
                 include_str!("../../../migrations/event_service/V5__seat_requests.sql"),
             ),
+            (
+                "V6__lifecycles",
+                include_str!("../../../migrations/event_service/V6__lifecycles.sql"),
+            ),
         ],
-        Schema::MediaService => &[(
-            "V2__files",
-            include_str!("../../../migrations/media_service/V2__files.sql"),
-        )],
+        Schema::MediaService => &[
+            (
+                "V2__files",
+                include_str!("../../../migrations/media_service/V2__files.sql"),
+            ),
+            (
+                "V3__attachments",
+                include_str!("../../../migrations/media_service/V3__attachments.sql"),
+            ),
+        ],
         Schema::AnalyticsService => &[
             (
                 "V2__analytics_events",
@@ -163,6 +199,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
             (
                 "V3__recording",
                 include_str!("../../../migrations/analytics_service/V3__recording.sql"),
+            ),
+            (
+                "V4__tracked_drafts",
+                include_str!("../../../migrations/analytics_service/V4__tracked_drafts.sql"),
             ),
         ],
         Schema::NotificationService => &[
@@ -177,6 +217,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
             (
                 "V4__send_queue",
                 include_str!("../../../migrations/notification_service/V4__send_queue.sql"),
+            ),
+            (
+                "V5__zones_tickets_mail",
+                include_str!("../../../migrations/notification_service/V5__zones_tickets_mail.sql"),
             ),
         ],
     };
@@ -253,6 +297,7 @@ mod tests {
             sorted.dedup();
             assert_eq!(versions, sorted, "{schema:?} versions must increase");
         }
+        assert!(!broker_migrations().unwrap().is_empty());
     }
 
     #[test]

@@ -80,6 +80,7 @@ pub async fn receive(tx: &Tx, notice: &Notice, now: DateTime<Utc>) -> Result<Rec
             let summary = event_summary(tx, confirmed.event_id).await?;
             let mut data = payload(&confirmed, &summary);
             data["paymentId"] = json!(notice.id);
+            data["amountCents"] = json!(notice.amount_cents.unwrap_or(confirmed.price_cents));
             publish(
                 tx,
                 "registration.confirmed",

@@ -1,6 +1,6 @@
 //! Ticket types of an event: price, seats, reservation time, sales window. Seats can never
-//! drop below what is sold and reserved; a type that has sold or reserved seats is
-//! deactivated instead of deleted.
+//! drop below what is sold and reserved; a type with sales is retired (deactivated) instead of
+//! deleted.
 
 use crate::db::{Database, Scope};
 use crate::error::Result;
@@ -228,12 +228,32 @@ pub async fn update(
             ],
         )
         .await?;
+    // Seats added (or a type put back on sale) go to the waiting list first.
+    let row = if super::waitlist::notify_next(&tx, id, now).await? > 0 {
+        tx.query_one(
+            &format!("SELECT {COLUMNS} FROM event_service.ticket_types WHERE id = $1"),
+            &[&id],
+        )
+        .await?
+    } else {
+        row
+    };
     tx.commit().await?;
     Ok(from_row(&row))
 }
 
-/// Deletes a ticket type, or deactivates it when seats were sold or reserved; returns the
-/// deactivated type in that case.
+/// What deleting a ticket type did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deletion {
+    /// Nothing referred to it: it is gone.
+    Deleted,
+    /// It had sales: retired (`is_active = false`, off sale) and kept for its tickets.
+    Retired,
+}
+
+/// Deletes a ticket type that never sold anything, or retires one with sales: seats sold or
+/// reserved, or any registration (a cancelled or expired one too, whose ticket history points
+/// at it) or waiting-list entry. Those rows keep their ticket type, so it cannot go.
 pub async fn delete(
     db: &Database,
     tenant: TenantId,
@@ -241,27 +261,36 @@ pub async fn delete(
     event: Uuid,
     id: Uuid,
     now: DateTime<Utc>,
-) -> Result<Option<TicketType>> {
+) -> Result<Deletion> {
     let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
+    // Locked: a registration for it waits on this row, so none can appear after the check.
     let current = lock_type(&tx, event, id).await?;
-    let kept = if current.sold_count + current.reserved_count > 0 {
-        let row = tx
-            .query_one(
-                &format!("UPDATE event_service.ticket_types SET is_active = false, updated_at = $2 WHERE id = $1 RETURNING {COLUMNS}"),
-                &[&id, &now],
-            )
-            .await?;
-        Some(from_row(&row))
+    let referenced: bool = tx
+        .query_one(
+            // By event first: registrations are indexed by event, not by ticket type.
+            "SELECT EXISTS (SELECT 1 FROM event_service.registrations WHERE event_id = $2 AND ticket_type_id = $1)
+                 OR EXISTS (SELECT 1 FROM event_service.waiting_list WHERE ticket_type_id = $1)",
+            &[&id, &event],
+        )
+        .await?
+        .get(0);
+    let done = if referenced || current.sold_count + current.reserved_count > 0 {
+        tx.execute(
+            "UPDATE event_service.ticket_types SET is_active = false, updated_at = $2 WHERE id = $1",
+            &[&id, &now],
+        )
+        .await?;
+        Deletion::Retired
     } else {
         tx.execute(
             "DELETE FROM event_service.ticket_types WHERE id = $1",
             &[&id],
         )
         .await?;
-        None
+        Deletion::Deleted
     };
     tx.commit().await?;
-    Ok(kept)
+    Ok(done)
 }
 
 /// One ticket type of an event, if the scope may see it.

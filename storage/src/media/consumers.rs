@@ -1,6 +1,7 @@
 //! What the media service learns from other services: which file is an event's cover, an
-//! organization's logo or a user's avatar. Attached files are kept; the others are the daily
-//! cleanup's after 24 hours. Each event is applied once.
+//! organization's logo or a user's avatar. A file may be all of these at once; it is kept
+//! while anything is attached to it, and is the daily cleanup's (24 hours after its upload)
+//! once the last attachment lets go. Each event is applied once.
 //!
 //! The owning services check a file before they accept it, but the rule is checked here again
 //! (an event's or organization's file must be of its tenant, an avatar a personal file of the
@@ -108,7 +109,7 @@ impl Handler for Attachments {
         // A file without a known holder is attached to nothing; what the entity had before is
         // let go all the same, since it no longer points at it.
         let file = file.and_then(|f| holder.map(|h| (f, h)));
-        files::attach(&tx, kind, entity, file).await?;
+        files::attach(&tx, kind, entity, file, event.occurred_at).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! Media file records (schema media_service): created when an upload starts, moved through
-//! UPLOADING → PROCESSING → READY, attached to what points at them, and marked DELETED.
+//! UPLOADING → PROCESSING → READY, attached to whatever points at them (any number of
+//! entities: `media_service.attachments`), and marked DELETED.
 
 use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
@@ -53,7 +54,7 @@ pub struct MediaFile {
     pub status: MediaStatus,
     /// Why variants could not be made, if they could not.
     pub failure: Option<String>,
-    /// What points at it.
+    /// What points at it: the earliest of its attachments, when it has several.
     pub attached: Option<(Attachment, Uuid)>,
     /// Upload time.
     pub created_at: DateTime<Utc>,
@@ -72,9 +73,16 @@ impl MediaFile {
     }
 }
 
+// The attachment shown is the earliest one, read from the attachments table (readable by
+// everyone, as attached files are).
 const COLUMNS: &str =
     "id, tenant_id, owner_id, file_name, content_type, size_bytes, width, height, storage_key,
-    status, failure, attached_type, attached_id, created_at, updated_at";
+    status, failure,
+    (SELECT a.entity_type FROM media_service.attachments a WHERE a.file_id = files.id
+     ORDER BY a.attached_at, a.entity_type, a.entity_id LIMIT 1),
+    (SELECT a.entity_id FROM media_service.attachments a WHERE a.file_id = files.id
+     ORDER BY a.attached_at, a.entity_type, a.entity_id LIMIT 1),
+    created_at, updated_at";
 
 fn from_row(row: &Row) -> MediaFile {
     let attached_type: Option<String> = row.get(11);
@@ -289,10 +297,14 @@ pub async fn ready(
 pub async fn mark_deleted(db: &Database, scope: Scope, id: Uuid, now: DateTime<Utc>) -> Result<()> {
     let tx = db.begin(scope).await?;
     tx.execute(
-        "UPDATE media_service.files SET status = 'DELETED', deleted_at = $2, updated_at = $2,
-            attached_type = NULL, attached_id = NULL
+        "UPDATE media_service.files SET status = 'DELETED', deleted_at = $2, updated_at = $2
          WHERE id = $1 AND status <> 'DELETED'",
         &[&id, &now],
+    )
+    .await?;
+    tx.execute(
+        "DELETE FROM media_service.attachments WHERE file_id = $1",
+        &[&id],
     )
     .await?;
     tx.execute(
@@ -335,54 +347,72 @@ fn allowed(file: &MediaFile, holder: Holder) -> bool {
     )
 }
 
-/// Makes `file` (if any) the one attached to `entity` as `kind`, when the attachment rule lets
-/// `holder` (who owns the entity) attach it; whatever this same entity had attached before
-/// becomes unattached (and the cleanup's after 24 hours). Files attached by other entities are
-/// never touched by a detach, so pointing at someone else's file and letting go of it again
-/// cannot orphan that file. Returns whether `file` is now attached to `entity`.
+/// Makes `file` (if any) the one attached to `entity` as `kind` (from `at`), when the
+/// attachment rule lets `holder` (who owns the entity) attach it; whatever this same entity had
+/// attached before is let go, and becomes the cleanup's once nothing else points at it. Other
+/// entities' attachments are never touched, so pointing at someone else's file and letting go
+/// of it cannot orphan that file, and a file two entities share stays while either holds it.
+/// Returns whether `file` is now attached to `entity`.
 pub async fn attach(
     tx: &Tx,
     kind: Attachment,
     entity: Uuid,
     file: Option<(Uuid, Holder)>,
+    at: DateTime<Utc>,
 ) -> Result<bool> {
     let new = file.map(|(id, _)| id);
     tx.execute(
-        "UPDATE media_service.files SET attached_type = NULL, attached_id = NULL
-         WHERE attached_type = $1 AND attached_id = $2 AND id IS DISTINCT FROM $3",
+        "DELETE FROM media_service.attachments
+         WHERE entity_type = $1 AND entity_id = $2 AND file_id IS DISTINCT FROM $3",
         &[&kind.as_str(), &entity, &new],
     )
     .await?;
     let Some((file, holder)) = file else {
         return Ok(false);
     };
+    // Locked so a concurrent delete of the file cannot slip between the check and the insert.
     let row = tx
         .query_opt(
             &format!("SELECT {COLUMNS} FROM media_service.files WHERE id = $1 FOR UPDATE"),
             &[&file],
         )
         .await?;
-    if !row.is_some_and(|row| allowed(&from_row(&row), holder)) {
+    let Some(found) = row.map(|row| from_row(&row)) else {
+        tracing::warn!(%file, %entity, kind = kind.as_str(), ?holder, "refused to attach an unknown file");
+        return Ok(false);
+    };
+    if !allowed(&found, holder) {
         tracing::warn!(%file, %entity, kind = kind.as_str(), ?holder,
-            "refused to attach a file that is unknown, deleted, not an image or not the holder's");
+            "refused to attach a file that is deleted, not an image or not the holder's");
         return Ok(false);
     }
+    // The entity's row, if still there, names this same file already (the delete above).
     tx.execute(
-        "UPDATE media_service.files SET attached_type = $1, attached_id = $2 WHERE id = $3",
-        &[&kind.as_str(), &entity, &file],
+        "INSERT INTO media_service.attachments (file_id, tenant_id, owner_id, entity_type, entity_id, attached_at)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (entity_type, entity_id) DO NOTHING",
+        &[
+            &file,
+            &found.tenant_id.map(|t| t.as_uuid()),
+            &found.owner_id.as_uuid(),
+            &kind.as_str(),
+            &entity,
+            &at,
+        ],
     )
     .await?;
     Ok(true)
 }
 
-/// Unattached files uploaded before `before`, not yet deleted: the cleanup's work.
+/// Files uploaded before `before` that nothing is attached to any more, not yet deleted: the
+/// cleanup's work.
 pub async fn unattached_before(db: &Database, before: DateTime<Utc>) -> Result<Vec<MediaFile>> {
     let tx = db.begin(Scope::system()).await?;
     let rows = tx
         .query(
             &format!(
                 "SELECT {COLUMNS} FROM media_service.files
-                 WHERE attached_type IS NULL AND status <> 'DELETED' AND created_at < $1
+                 WHERE status <> 'DELETED' AND created_at < $1
+                   AND NOT EXISTS (SELECT 1 FROM media_service.attachments a WHERE a.file_id = files.id)
                  ORDER BY created_at LIMIT 1000"
             ),
             &[&before],

@@ -1,5 +1,5 @@
 //! The flows that touch both the records and the bytes: storing an upload, deleting a file,
-//! and the daily cleanup of unattached files.
+//! and the daily cleanup of files nothing is attached to any more.
 
 use super::files::{self, MediaFile, NewFile};
 use super::objects::{ObjectError, Objects};
@@ -64,8 +64,9 @@ pub async fn remove(
     Ok(())
 }
 
-/// The daily cleanup: removes unattached files uploaded more than 24 hours before `now`,
-/// with every variant. Returns how many files were removed.
+/// The daily cleanup: removes files uploaded more than 24 hours before `now` that nothing is
+/// attached to (a file shared by several entities stays until the last lets go), with every
+/// variant. Returns how many files were removed.
 pub async fn cleanup(
     db: &Database,
     objects: &Objects,

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use domain::i18n::Lang;
 use domain::ids::{TenantId, UserId};
 use domain::notifications::Preferences;
+use domain::notifications::times::Zone;
 use domain::notifications::values::EventFacts;
 use tokio_postgres::Row;
 use uuid::Uuid;
@@ -25,6 +26,9 @@ pub struct EventInfo {
     pub slug: String,
     /// Start.
     pub starts_at: DateTime<Utc>,
+    /// Its IANA time zone; `None` when the announcement did not name one (the stored one
+    /// stays).
+    pub timezone: Option<String>,
     /// Street address.
     pub location_address: Option<String>,
     /// Link of an online event.
@@ -37,6 +41,7 @@ impl EventInfo {
         EventFacts {
             title: self.title.clone(),
             starts_at: Some(self.starts_at),
+            zone: Zone::or_utc(self.timezone.as_deref().unwrap_or("UTC")),
             location_address: self.location_address.clone(),
             location_url: self.location_url.clone(),
             url: format!(
@@ -86,31 +91,57 @@ pub struct Recipient {
     pub confirmation_code: String,
 }
 
+/// What the identity service last said about a user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserInfo {
+    /// The user.
+    pub user_id: UserId,
+    /// First name.
+    pub first_name: String,
+    /// Last name.
+    pub last_name: String,
+    /// The account's address (none for an account made through the messenger).
+    pub email: Option<String>,
+}
+
 /// Records (or renames) a user.
-pub async fn upsert_user(
-    tx: &Tx,
-    user: UserId,
-    first_name: &str,
-    last_name: &str,
-    now: DateTime<Utc>,
-) -> Result<()> {
+pub async fn upsert_user(tx: &Tx, user: &UserInfo, now: DateTime<Utc>) -> Result<()> {
     tx.execute(
-        "INSERT INTO notification_service.users (user_id, first_name, last_name, updated_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (user_id) DO UPDATE SET first_name = $2, last_name = $3, updated_at = $4",
-        &[&user.as_uuid(), &first_name, &last_name, &now],
+        "INSERT INTO notification_service.users (user_id, first_name, last_name, email, updated_at)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (user_id) DO UPDATE SET first_name = $2, last_name = $3, email = $4, updated_at = $5",
+        &[
+            &user.user_id.as_uuid(),
+            &user.first_name,
+            &user.last_name,
+            &user.email,
+            &now,
+        ],
     )
     .await?;
     Ok(())
+}
+
+/// The account's address, if the user and an address are known.
+pub async fn email_of(tx: &Tx, user: UserId) -> Result<Option<String>> {
+    let row = tx
+        .query_opt(
+            "SELECT email FROM notification_service.users WHERE user_id = $1",
+            &[&user.as_uuid()],
+        )
+        .await?;
+    Ok(row.and_then(|r| r.get(0)))
 }
 
 /// Records the event's latest details.
 pub async fn upsert_event(tx: &Tx, e: &EventInfo, now: DateTime<Utc>) -> Result<()> {
     tx.execute(
         "INSERT INTO notification_service.events
-            (event_id, tenant_id, title, slug, starts_at, location_address, location_url, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            (event_id, tenant_id, title, slug, starts_at, location_address, location_url, updated_at, timezone)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, COALESCE($9, 'UTC'))
          ON CONFLICT (event_id) DO UPDATE SET title = $3, slug = $4, starts_at = $5,
-            location_address = $6, location_url = $7, updated_at = $8",
+            location_address = $6, location_url = $7, updated_at = $8,
+            timezone = COALESCE($9, notification_service.events.timezone)",
         &[
             &e.event_id,
             &e.tenant_id.as_uuid(),
@@ -120,6 +151,7 @@ pub async fn upsert_event(tx: &Tx, e: &EventInfo, now: DateTime<Utc>) -> Result<
             &e.location_address,
             &e.location_url,
             &now,
+            &e.timezone,
         ],
     )
     .await?;
@@ -140,7 +172,7 @@ pub async fn cancel_event(tx: &Tx, event: Uuid, now: DateTime<Utc>) -> Result<()
 pub async fn event(tx: &Tx, event: Uuid) -> Result<Option<EventInfo>> {
     let row = tx
         .query_opt(
-            "SELECT event_id, tenant_id, title, slug, starts_at, location_address, location_url
+            "SELECT event_id, tenant_id, title, slug, starts_at, location_address, location_url, timezone
              FROM notification_service.events WHERE event_id = $1",
             &[&event],
         )
@@ -153,6 +185,7 @@ pub async fn event(tx: &Tx, event: Uuid) -> Result<Option<EventInfo>> {
         starts_at: r.get(4),
         location_address: r.get(5),
         location_url: r.get(6),
+        timezone: r.get(7),
     }))
 }
 
@@ -178,6 +211,46 @@ pub async fn upsert_participant(tx: &Tx, p: &Participant, now: DateTime<Utc>) ->
     )
     .await?;
     Ok(())
+}
+
+/// Marks the registration's ticket as sent, if it holds a seat, its event is not cancelled
+/// and none was sent before. Returns whether the caller is the one to send it (one ticket per
+/// registration, whichever event confirms it first).
+pub async fn claim_ticket(tx: &Tx, registration: Uuid, now: DateTime<Utc>) -> Result<bool> {
+    let claimed = tx
+        .execute(
+            "UPDATE notification_service.participants p SET ticket_sent_at = $2
+             WHERE p.registration_id = $1 AND p.active AND p.ticket_sent_at IS NULL
+               AND NOT EXISTS (SELECT 1 FROM notification_service.events e
+                               WHERE e.event_id = p.event_id AND e.cancelled)",
+            &[&registration, &now],
+        )
+        .await?;
+    Ok(claimed == 1)
+}
+
+/// Where a recorded registration stands as to its ticket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TicketState {
+    /// It holds a seat.
+    pub active: bool,
+    /// Its ticket went out.
+    pub sent: bool,
+}
+
+/// The ticket state of a registration, if it is recorded.
+pub async fn ticket_state(tx: &Tx, registration: Uuid) -> Result<Option<TicketState>> {
+    let row = tx
+        .query_opt(
+            "SELECT active, ticket_sent_at IS NOT NULL FROM notification_service.participants
+             WHERE registration_id = $1",
+            &[&registration],
+        )
+        .await?;
+    Ok(row.map(|r| TicketState {
+        active: r.get(0),
+        sent: r.get(1),
+    }))
 }
 
 /// A registration as recorded.
@@ -289,18 +362,21 @@ pub async fn link_if_free(tx: &Tx, user: UserId, chat: i64, now: DateTime<Utc>) 
     Ok(inserted == 1)
 }
 
-/// A ticket ahead: the event's title and start, and the check-in code.
+/// A ticket ahead: the event's title, start and time zone, and the check-in code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ticket {
     /// Event title.
     pub title: String,
     /// Event start.
     pub starts_at: DateTime<Utc>,
+    /// The event's time zone.
+    pub zone: Zone,
     /// Check-in code.
     pub code: String,
 }
 
-/// The user's tickets for events not started and not cancelled, soonest first.
+/// The user's tickets (confirmed registrations: one awaiting payment has no usable code yet)
+/// for events not started and not cancelled, soonest first.
 pub async fn upcoming_tickets(
     tx: &Tx,
     user: UserId,
@@ -309,10 +385,11 @@ pub async fn upcoming_tickets(
 ) -> Result<Vec<Ticket>> {
     let rows = tx
         .query(
-            "SELECT e.title, e.starts_at, p.confirmation_code
+            "SELECT e.title, e.starts_at, p.confirmation_code, e.timezone
              FROM notification_service.participants p
              JOIN notification_service.events e ON e.event_id = p.event_id
-             WHERE p.user_id = $1 AND p.active AND NOT e.cancelled AND e.starts_at > $2
+             WHERE p.user_id = $1 AND p.active AND p.ticket_sent_at IS NOT NULL
+               AND NOT e.cancelled AND e.starts_at > $2
              ORDER BY e.starts_at, p.registration_id LIMIT $3",
             &[&user.as_uuid(), &now, &limit],
         )
@@ -323,6 +400,7 @@ pub async fn upcoming_tickets(
             title: r.get(0),
             starts_at: r.get(1),
             code: r.get(2),
+            zone: Zone::or_utc(r.get(3)),
         })
         .collect())
 }

@@ -152,6 +152,66 @@ pub async fn enqueue(tx: &Tx, messages: &[NewMessage], now: DateTime<Utc>) -> Re
     Ok(Enqueued { queued, skipped })
 }
 
+/// How a mail standing in for a message ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mailed {
+    /// The mail server took it.
+    Sent,
+    /// It can never be sent (a malformed address); why.
+    Failed(String),
+}
+
+/// Records, inside the caller's transaction, a message that went by mail instead of the
+/// messenger (`channel = 'email'`), finished, with its log row. A repeat of (event, person,
+/// kind) is ignored like in `enqueue`.
+pub async fn record_mail(
+    tx: &Tx,
+    message: &NewMessage,
+    outcome: &Mailed,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let (status, logged, reason) = match outcome {
+        Mailed::Sent => (MessageStatus::Sent, LogOutcome::Sent, None),
+        Mailed::Failed(why) => (
+            MessageStatus::Failed,
+            LogOutcome::Failed,
+            Some(why.as_str()),
+        ),
+    };
+    let row = tx
+        .query_opt(
+            "INSERT INTO notification_service.messages
+                (id, tenant_id, user_id, chat_id, kind, source_event_id, text, status, reason, attempts,
+                 next_attempt_at, created_at, finished_at, channel)
+             VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8, 1, $9, $9, $9, 'email')
+             ON CONFLICT (source_event_id, user_id, kind) WHERE source_event_id IS NOT NULL DO NOTHING
+             RETURNING id",
+            &[
+                &Uuid::now_v7(),
+                &message.tenant_id.map(|t| t.as_uuid()),
+                &message.user_id.map(|u| u.as_uuid()),
+                &message.kind,
+                &message.source_event.map(|e| e.as_uuid()),
+                &message.text,
+                &status.as_str(),
+                &reason,
+                &now,
+            ],
+        )
+        .await?;
+    if let Some(row) = row {
+        let id: Uuid = row.get(0);
+        tx.execute(
+            "INSERT INTO notification_service.send_log (message_id, tenant_id, user_id, chat_id, kind, attempt, outcome, reason, at, channel)
+             SELECT id, tenant_id, user_id, NULL, kind, 1, $2, reason, $3, 'email'
+             FROM notification_service.messages WHERE id = $1",
+            &[&id, &logged.as_str(), &now],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// Claims up to `limit` messages due at `now` (and those whose sender's lease ran out) for
 /// `lease`, oldest first.
 pub async fn claim_due(

@@ -1,14 +1,18 @@
-//! The notification service: templates and settings, the bot against a fake Bot API, and
-//! delivery (tickets, fan-out, limits, retries, skips).
+//! The notification service: templates and settings, the bot against a fake Bot API,
+//! delivery (tickets, fan-out, limits, retries, skips), times on the event's clock, tickets
+//! that wait for payment, and waiting-list offers that always reach the person.
 
 mod bot;
 mod delivery;
+mod local_times;
+mod offers;
+mod paid_tickets;
 mod settings;
 
 use crate::fake_telegram::FakeTelegram;
 use crate::identity::{Ctx, Session};
 use crate::support::send;
-use chrono::{Duration, Utc};
+use chrono::{DateTime, Duration, Utc};
 use domain::config::Service;
 use serde_json::{Value, json};
 
@@ -124,4 +128,56 @@ pub async fn register(ctx: &Ctx, user: &Session, event: &str, ticket_type: &str)
     .await;
     assert_eq!(r.status, 201, "{}", r.body);
     r.body
+}
+
+/// A published event in `timezone` starting at `starts_at`, with one ticket type made from
+/// `ticket`: (event id, ticket type id).
+pub async fn event_in(
+    ctx: &Ctx,
+    owner: &Session,
+    title: &str,
+    timezone: &str,
+    starts_at: DateTime<Utc>,
+    ticket: Value,
+) -> (String, String) {
+    let e = ctx
+        .post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": title, "startsAt": starts_at.to_rfc3339(), "timezone": timezone,
+                   "locationType": "OFFLINE", "locationAddress": "Main st. 1"}),
+        )
+        .await;
+    assert_eq!(e.status, 201, "{}", e.body);
+    let event = e.body["id"].as_str().unwrap().to_string();
+    let t = ctx
+        .post(
+            &format!("/api/v1/events/{event}/ticket-types"),
+            Some(&owner.access),
+            ticket,
+        )
+        .await;
+    assert_eq!(t.status, 201, "{}", t.body);
+    let p = ctx
+        .post_empty(
+            &format!("/api/v1/events/{event}/publish"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(p.status, 200, "{}", p.body);
+    (event, t.body["id"].as_str().unwrap().to_string())
+}
+
+/// Sets `user`'s notification settings: everything on except `waiting_list` as given, in
+/// `language`.
+pub async fn prefer(ctx: &Ctx, user: &Session, language: &str, waiting_list: bool) {
+    let r = ctx
+        .put(
+            "/api/v1/notifications/preferences",
+            Some(&user.access),
+            json!({"reminders": true, "changes": true, "waitingList": waiting_list,
+                   "receipts": true, "language": language}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
 }

@@ -12,8 +12,18 @@ async fn templates_are_listed_with_their_variables_and_switches() {
         .get("/api/v1/notifications/templates", Some(&user.access))
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let list = r.body.as_array().unwrap();
-    assert_eq!(list.len(), 9);
+    let total = domain::notifications::Kind::ALL.len();
+    assert_eq!(r.body["totalElements"], total, "{}", r.body);
+    assert_eq!(r.body["page"], 0);
+    assert_eq!(r.body["size"], 20);
+    assert_eq!(r.body["hasNext"], false);
+    assert_eq!(r.body["hasPrevious"], false);
+    let list = r.body["data"].as_array().unwrap();
+    assert_eq!(list.len(), total);
+    let names: Vec<&str> = list.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "sorted by name");
     let reminder = list.iter().find(|t| t["name"] == "event.reminder").unwrap();
     assert_eq!(reminder["optOut"], "reminders");
     assert!(
@@ -42,6 +52,65 @@ async fn templates_are_listed_with_their_variables_and_switches() {
             .status,
         401
     );
+}
+
+#[tokio::test]
+async fn templates_are_paged_like_every_list() {
+    let ctx = Ctx::new().await;
+    let user = ctx.user().await;
+    let page = |query: &'static str| {
+        let (ctx, token) = (&ctx, user.access.clone());
+        async move {
+            ctx.get(
+                &format!("/api/v1/notifications/templates{query}"),
+                Some(&token),
+            )
+            .await
+        }
+    };
+    let total = domain::notifications::Kind::ALL.len() as u64;
+    let first = page("?size=2").await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.body["data"].as_array().unwrap().len(), 2);
+    assert_eq!(first.body["size"], 2);
+    assert_eq!(first.body["totalElements"], total);
+    assert_eq!(first.body["totalPages"], total.div_ceil(2));
+    assert_eq!(first.body["hasNext"], true);
+    assert_eq!(first.body["hasPrevious"], false);
+    let second = page("?size=2&page=1").await;
+    assert_eq!(second.body["page"], 1);
+    assert_eq!(second.body["hasPrevious"], true);
+    assert_ne!(second.body["data"][0], first.body["data"][0]);
+    assert_ne!(second.body["data"][0], first.body["data"][1]);
+    let last = page("?size=2&page=100").await;
+    assert_eq!(last.status, 200);
+    assert_eq!(last.body["data"], json!([]));
+    assert_eq!(last.body["hasNext"], false);
+    let backwards = page("?sort=name,desc").await;
+    let names: Vec<String> = backwards.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    sorted.reverse();
+    assert_eq!(names, sorted);
+
+    for (query, field) in [
+        ("?page=abc", "page"),
+        ("?size=two", "size"),
+        ("?size=0", "size"),
+        ("?size=101", "size"),
+        ("?page=-1", "page"),
+        ("?sort=optOut", "sort"),
+    ] {
+        let r = page(query).await;
+        assert_eq!(r.status, 400, "{query}: {}", r.body);
+        assert_eq!(r.body["code"], "validation_error", "{query}: {}", r.body);
+        assert!(r.body["details"][field].is_string(), "{query}: {}", r.body);
+    }
 }
 
 #[tokio::test]
