@@ -362,6 +362,14 @@ impl Notifier {
     /// payment.completed: the receipt (the ticket comes with registration.confirmed, when
     /// the payment bought a seat).
     async fn paid(&self, tx: &Tx, event: &Envelope) -> Outcome {
+        // A payment the event service reports as having bought nothing gets the refund notice
+        // instead (from refund.requested), not a receipt naming a door code.
+        if event.data["outcome"]
+            .as_str()
+            .is_some_and(|o| o != "CONFIRMED" && o != "SEAT_TAKEN")
+        {
+            return Ok(Vec::new());
+        }
         self.about_money(tx, event, Kind::PaymentReceipt).await
     }
 

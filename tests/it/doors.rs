@@ -348,29 +348,50 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
             401,
             "unauthorized",
         );
-        // f) the same assertion for another path of the same service
-        let other = format!("{}/api/v1/nothing?{}", cluster.urls[service], "x=1");
-        let reply = send(
-            http.request(method.clone(), &other)
+        // f) the attacker's genuine assertion, sent to the same real route with another
+        //    query: the assertion is bound to the exact target
+        let other_target = if url.contains('?') {
+            format!("{url}&x=1")
+        } else {
+            format!("{url}?x=1")
+        };
+        let reply = send(with_body(
+            http.request(method.clone(), &other_target)
                 .header("Accept-Language", "en")
                 .header("X-Bilet-Assertion", &assertion)
                 .header("X-User-Id", attacker.user_id.as_str()),
-        )
+        ))
         .await;
         assert_clear_refusal(
-            &format!("{what} other path"),
+            &format!("{what} other target"),
             reply.status,
             &reply.body,
             401,
             "unauthorized",
         );
-        // g) dot segments straight at the service port
+        assert_eq!(
+            reply.body["details"]["reason"],
+            "service assertion does not match the request"
+        );
+        // g) a service's own valid assertion for the internal route, sent with a dot-segment
+        //    spelling of it: the service checks the target it received, not a normalized one
+        let internal = "/api/v1/notifications/send";
+        let service_assertion = domain::trust::sign(
+            SERVICE_SECRET.as_bytes(),
+            Service::Events,
+            chrono::Utc::now().timestamp(),
+            &domain::trust::Request {
+                method: "POST",
+                target: internal,
+                ..Default::default()
+            },
+        );
         let (status, body) = raw_with_headers(
             &host(service),
             "POST",
             "/api/v1/x/../notifications/send",
             None,
-            &forged_identity,
+            &[("X-Bilet-Assertion", service_assertion.as_str())],
             "{}",
         )
         .await;
@@ -380,6 +401,10 @@ async fn no_trick_gets_through_a_multi_process_deployment() {
             &body,
             401,
             "unauthorized",
+        );
+        assert_eq!(
+            body["details"]["reason"],
+            "service assertion does not match the request"
         );
         tried += 7;
     }

@@ -156,6 +156,11 @@ async fn an_event_cancelled_mid_sale_follows_through_for_everyone() {
         )
         .await;
     assert_eq!(door.status, 422, "{}", door.body);
+    assert_eq!(door.body["code"], "business_rule_violation");
+    assert_eq!(
+        door.body["message"],
+        "Only a confirmed registration can be checked in"
+    );
     let (_, late_comer) = participant();
     let refused = register(
         &ctx,
@@ -208,7 +213,11 @@ async fn an_event_cancelled_mid_sale_follows_through_for_everyone() {
     refunds.sort();
     let mut expected = vec![
         (bought_id.clone(), 1500, "EVENT_CANCELLED".to_string()),
-        (reserved_id.clone(), 1500, "EVENT_CANCELLED".to_string()),
+        (
+            reserved_id.clone(),
+            1500,
+            "EVENT_CANCELLED_BEFORE_PAYMENT".to_string(),
+        ),
     ];
     expected.sort();
     assert_eq!(refunds, expected, "every paid ticket, and only those");
@@ -250,6 +259,41 @@ async fn an_event_cancelled_mid_sale_follows_through_for_everyone() {
             "{user} told only once"
         );
     }
+
+    // The one who paid too late learns the money goes back, and gets no receipt naming a code.
+    let late_user: String = ctx
+        .t
+        .owner()
+        .await
+        .query_one(
+            "SELECT user_id::text FROM event_service.registrations WHERE id = $1::text::uuid",
+            &[&reserved_id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        eventually(10, || async {
+            owner_count(
+                &ctx,
+                "SELECT count(*) FROM notification_service.messages WHERE user_id = $1::text::uuid AND kind = 'payment.refund'",
+                &late_user,
+            )
+            .await
+                == 1
+        })
+        .await,
+        "the late payer is told of the refund"
+    );
+    assert_eq!(
+        owner_count(
+            &ctx,
+            "SELECT count(*) FROM notification_service.messages WHERE user_id = $1::text::uuid AND kind = 'payment.receipt'",
+            &late_user,
+        )
+        .await,
+        0
+    );
 
     // The dashboard adds up: three registrations, two confirmed (the free seat and the paid
     // one; the refunded late payment confirms nothing).
@@ -864,4 +908,117 @@ async fn deleting_an_organization_cancels_its_events_for_their_participants() {
     );
     assert_eq!(ctx.events.of("event.cancelled").len(), 1);
     assert_eq!(audit(&ctx, &ticket_type).await, (0, 0, 0, 0));
+}
+
+#[tokio::test]
+async fn a_sale_running_while_the_event_is_cancelled_leaves_nobody_registered() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 500})).await;
+    let people: Vec<String> = (0..120).map(|_| participant().1).collect();
+    let sale =
+        futures_util::future::join_all(
+            people.iter().map(|token| {
+                let (ctx, event, ticket_type) = (&ctx, &event, &ticket_type);
+                async move {
+                    register(ctx, token, event, ticket_type, &Uuid::new_v4().to_string()).await
+                }
+            }),
+        );
+    let cancel = async {
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        ctx.post_empty(
+            &format!("/api/v1/events/{event}/cancel"),
+            Some(&owner.access),
+        )
+        .await
+    };
+    let (replies, cancelled) = tokio::join!(sale, cancel);
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    for r in &replies {
+        assert!(
+            r.status == 201 || r.status == 404 || r.status == 422,
+            "a clear answer, never a 500: {} {}",
+            r.status,
+            r.body
+        );
+    }
+    assert_eq!(
+        owner_count(
+            &ctx,
+            "SELECT count(*) FROM event_service.registrations WHERE event_id = $1::text::uuid
+               AND status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')",
+            &event,
+        )
+        .await,
+        0,
+        "no registration outlives the cancellation"
+    );
+    assert_eq!(
+        audit(&ctx, &ticket_type).await.0 + audit(&ctx, &ticket_type).await.1,
+        0
+    );
+    let created = replies.iter().filter(|r| r.status == 201).count() as i64;
+    assert_eq!(
+        owner_count(
+            &ctx,
+            "SELECT count(*) FROM event_service.registrations WHERE event_id = $1::text::uuid AND status = 'CANCELLED'",
+            &event,
+        )
+        .await,
+        created,
+        "every registration made before the cancel was cancelled with it"
+    );
+}
+
+#[tokio::test]
+async fn deleting_one_organization_leaves_the_others_events_alone() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (leaving, org) = ctx.owner(&admin).await;
+    let (staying, _) = ctx.owner(&admin).await;
+    let (mine, _) = setup(&ctx, &leaving, json!({"name": "Free", "quantity": 3})).await;
+    let (theirs, their_type) = setup(&ctx, &staying, json!({"name": "Free", "quantity": 3})).await;
+    let (_, token) = participant();
+    let kept = register(
+        &ctx,
+        &token,
+        &theirs,
+        &their_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(kept.status, 201);
+    let deleted = ctx
+        .delete(
+            &format!("/api/v1/organizations/{org}"),
+            Some(&leaving.access),
+        )
+        .await;
+    assert!(
+        deleted.status == 204 || deleted.status == 200,
+        "{}",
+        deleted.body
+    );
+    assert!(
+        eventually(10, || async {
+            owner_count(
+                &ctx,
+                "SELECT count(*) FROM event_service.events WHERE id = $1::text::uuid AND status = 'CANCELLED' AND deleted_at IS NOT NULL",
+                &mine,
+            )
+            .await
+                == 1
+        })
+        .await,
+        "the deleted organization's event is cancelled and archived"
+    );
+    let other = ctx.get(&format!("/api/v1/events/{theirs}"), None).await;
+    assert_eq!(other.status, 200);
+    assert_eq!(
+        other.body["status"], "PUBLISHED",
+        "the other organization's event stands"
+    );
+    assert_eq!(audit(&ctx, &their_type).await, (1, 0, 1, 0));
 }

@@ -113,10 +113,31 @@ pub struct SeatChance {
     pub registered_otherwise: bool,
 }
 
-/// What a payment of `kind` does to a registration in `status`.
-pub fn effect(kind: PaymentKind, status: RegistrationStatus, chance: SeatChance) -> PaymentOutcome {
+/// Whether a payment of `amount` in `currency` (either unknown: trusted) pays for a ticket of
+/// `price_cents` in `ticket_currency` with `prepayment_percent` due up front.
+pub fn covers(
+    amount: Option<i64>,
+    currency: Option<&str>,
+    price_cents: i64,
+    ticket_currency: &str,
+    prepayment_percent: i32,
+) -> bool {
+    let due = (i128::from(price_cents) * i128::from(prepayment_percent.clamp(0, 100)) + 99) / 100;
+    currency.is_none_or(|c| c.eq_ignore_ascii_case(ticket_currency))
+        && amount.is_none_or(|a| i128::from(a) >= due)
+}
+
+/// What a payment of `kind` does to a registration in `status`; a completed payment that does
+/// not cover the ticket (`covered` false) buys nothing and is returned.
+pub fn effect(
+    kind: PaymentKind,
+    status: RegistrationStatus,
+    chance: SeatChance,
+    covered: bool,
+) -> PaymentOutcome {
     use RegistrationStatus::*;
     match kind {
+        PaymentKind::Completed if !covered => PaymentOutcome::RefundRequested,
         PaymentKind::Completed => match status {
             Reserved | Pending => PaymentOutcome::Confirmed,
             // Paid once already: the second payment buys nothing.
@@ -233,6 +254,7 @@ mod tests {
     #[test]
     fn a_completed_payment_confirms_or_takes_a_free_seat_or_asks_for_a_refund() {
         let done = PaymentKind::Completed;
+        let effect = |k, s, c| effect(k, s, c, true);
         assert_eq!(effect(done, Reserved, OPEN), PaymentOutcome::Confirmed);
         assert_eq!(effect(done, Pending, OPEN), PaymentOutcome::Confirmed);
         assert_eq!(effect(done, Expired, OPEN), PaymentOutcome::SeatTaken);
@@ -272,6 +294,7 @@ mod tests {
 
     #[test]
     fn a_failure_or_refund_cancels_from_any_active_state() {
+        let effect = |k, s, c| effect(k, s, c, true);
         for kind in [PaymentKind::Failed, PaymentKind::Refunded] {
             for status in [Reserved, Pending, Confirmed, CheckedIn] {
                 assert_eq!(effect(kind, status, OPEN), PaymentOutcome::Cancelled);
@@ -280,6 +303,48 @@ mod tests {
                 assert_eq!(effect(kind, status, OPEN), PaymentOutcome::NoChange);
             }
         }
+    }
+
+    #[test]
+    fn a_payment_must_cover_what_is_due() {
+        assert!(covers(Some(1500), Some("RUB"), 1500, "RUB", 100));
+        assert!(covers(Some(1500), Some("rub"), 1500, "RUB", 100));
+        assert!(
+            !covers(Some(1), Some("RUB"), 1500, "RUB", 100),
+            "a cent is not a ticket"
+        );
+        assert!(
+            !covers(Some(1500), Some("USD"), 1500, "RUB", 100),
+            "another currency"
+        );
+        assert!(
+            covers(Some(450), Some("RUB"), 1500, "RUB", 30),
+            "the prepayment is due"
+        );
+        assert!(!covers(Some(449), Some("RUB"), 1500, "RUB", 30));
+        assert!(
+            covers(None, None, 1500, "RUB", 100),
+            "nothing said: trusted"
+        );
+        assert_eq!(
+            effect(
+                PaymentKind::Completed,
+                RegistrationStatus::Reserved,
+                OPEN,
+                false
+            ),
+            PaymentOutcome::RefundRequested
+        );
+        assert_eq!(
+            effect(
+                PaymentKind::Failed,
+                RegistrationStatus::Reserved,
+                OPEN,
+                false
+            ),
+            PaymentOutcome::Cancelled,
+            "a failure needs no amount"
+        );
     }
 
     #[test]

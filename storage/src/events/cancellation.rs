@@ -40,8 +40,8 @@ pub(super) async fn follow_through(
     summary: &serde_json::Value,
     now: DateTime<Utc>,
 ) -> Result<FollowThrough> {
-    // Ticket types first, like every seat change, so no seat batch can deadlock with us; a
-    // batch waiting on them then finds the event cancelled.
+    // The caller locked the ticket types before the event (a batch waiting on them then finds
+    // the event cancelled); taking them again here costs nothing and keeps this safe alone.
     tx.execute(
         "SELECT 1 FROM event_service.ticket_types WHERE event_id = $1 ORDER BY id FOR UPDATE",
         &[&event],

@@ -509,6 +509,13 @@ async fn apply(
     action: Action,
     now: DateTime<Utc>,
 ) -> Result<Event> {
+    // Ticket types first, then the event, as a seat batch takes them (its type, then the
+    // event's key share): a sale waiting on us then reads the event as we leave it.
+    tx.execute(
+        "SELECT 1 FROM event_service.ticket_types WHERE event_id = $1 ORDER BY id FOR UPDATE",
+        &[&id],
+    )
+    .await?;
     let event = lock(tx, id).await?;
     let next = event.status.apply(action, event.starts_at, now)?;
     if next == event.status {
@@ -555,8 +562,8 @@ pub async fn cancel_all_of(tx: &crate::Tx, tenant: TenantId, now: DateTime<Utc>)
     let open: Vec<Uuid> = tx
         .query(
             "SELECT id FROM event_service.events
-             WHERE deleted_at IS NULL AND status IN ('DRAFT', 'PUBLISHED') ORDER BY id",
-            &[],
+             WHERE tenant_id = $1 AND deleted_at IS NULL AND status IN ('DRAFT', 'PUBLISHED') ORDER BY id",
+            &[&tenant.as_uuid()],
         )
         .await?
         .iter()
@@ -566,8 +573,8 @@ pub async fn cancel_all_of(tx: &crate::Tx, tenant: TenantId, now: DateTime<Utc>)
         apply(tx, tenant, None, *id, Action::Cancel, now).await?;
     }
     tx.execute(
-        "UPDATE event_service.events SET deleted_at = $1, updated_at = $1 WHERE deleted_at IS NULL",
-        &[&now],
+        "UPDATE event_service.events SET deleted_at = $1, updated_at = $1 WHERE tenant_id = $2 AND deleted_at IS NULL",
+        &[&now, &tenant.as_uuid()],
     )
     .await?;
     Ok(open.len())

@@ -14,7 +14,7 @@ use crate::error::Result;
 use chrono::{DateTime, Utc};
 use domain::error::{ErrorCode, Refusal};
 use domain::events::payments::{
-    Channel, PaymentKind, PaymentOutcome, SeatChance, cancellation_reason, effect,
+    Channel, PaymentKind, PaymentOutcome, SeatChance, cancellation_reason, covers, effect,
 };
 use domain::events::registrations::RegistrationStatus;
 use domain::events::seats::on_sale;
@@ -52,27 +52,35 @@ pub struct Receipt {
 /// Applies a payment inside `tx` (a system-scope transaction: the payment names only its
 /// registration). An unknown registration is `not_found`.
 pub async fn receive(tx: &Tx, notice: &Notice, now: DateTime<Utc>) -> Result<Receipt> {
+    // The registration's lock first: two copies of one payment arriving together then take
+    // turns, and the second finds the first kept.
+    let current = lock_registration(tx, notice.registration).await?;
     if let Some(row) = tx
         .query_opt(
-            "SELECT outcome, registration_id FROM event_service.payments WHERE id = $1",
+            "SELECT outcome FROM event_service.payments WHERE id = $1",
             &[&notice.id],
         )
         .await?
     {
         let outcome =
             PaymentOutcome::parse(row.get::<_, &str>(0)).unwrap_or(PaymentOutcome::NoChange);
-        let registration = lock_registration(tx, row.get(1)).await?;
         return Ok(Receipt {
             outcome,
-            registration,
+            registration: current,
             replayed: true,
         });
     }
-    let current = lock_registration(tx, notice.registration).await?;
-    let (chance, event_cancelled) = seat_chance(tx, &current, now).await?;
+    let (chance, event_cancelled, prepayment) = seat_chance(tx, &current, now).await?;
+    let covered = covers(
+        notice.amount_cents,
+        notice.currency.as_deref(),
+        current.price_cents,
+        &current.currency,
+        prepayment,
+    );
     let outcome = match notice.channel {
         Channel::Manual => manual_effect(current.status, chance)?,
-        _ => effect(notice.kind, current.status, chance),
+        _ => effect(notice.kind, current.status, chance, covered),
     };
     let registration = match outcome {
         PaymentOutcome::Confirmed | PaymentOutcome::SeatTaken => {
@@ -114,8 +122,12 @@ pub async fn receive(tx: &Tx, notice: &Notice, now: DateTime<Utc>) -> Result<Rec
             cancelled
         }
         PaymentOutcome::RefundRequested => {
-            let reason = if event_cancelled {
-                domain::events::registrations::EVENT_CANCELLED
+            // A late payment for a cancelled event is told of its refund (the cancellation's own
+            // refunds, reason EVENT_CANCELLED, ride on the one cancellation notice).
+            let reason = if !covered {
+                "AMOUNT_MISMATCH"
+            } else if event_cancelled {
+                "EVENT_CANCELLED_BEFORE_PAYMENT"
             } else if current.status.is_active() {
                 "ALREADY_PAID"
             } else {
@@ -182,6 +194,7 @@ pub async fn receive(tx: &Tx, notice: &Notice, now: DateTime<Utc>) -> Result<Rec
                 "amountCents": notice.amount_cents.unwrap_or(registration.price_cents),
                 "currency": notice.currency.clone().unwrap_or_else(|| registration.currency.clone()),
                 "channel": notice.channel.as_str(),
+                "outcome": outcome.as_str(),
             }),
         )
         .await?;
@@ -204,7 +217,7 @@ fn manual_effect(
     use RegistrationStatus::*;
     match status {
         Confirmed | CheckedIn => Ok(PaymentOutcome::NoChange),
-        _ => match effect(PaymentKind::Completed, status, chance) {
+        _ => match effect(PaymentKind::Completed, status, chance, true) {
             PaymentOutcome::RefundRequested => Err(Refusal::with(
                 ErrorCode::BusinessRule,
                 "Свободного места для этой регистрации нет: верните деньги участнику",
@@ -215,15 +228,20 @@ fn manual_effect(
     }
 }
 
-/// Whether a seat of the registration's (locked) type could still be had, and whether the
-/// event was cancelled.
-async fn seat_chance(tx: &Tx, r: &Registration, now: DateTime<Utc>) -> Result<(SeatChance, bool)> {
+/// Whether a seat of the registration's (locked) type could still be had, whether the event
+/// was cancelled, and the prepayment percentage of the type.
+async fn seat_chance(
+    tx: &Tx,
+    r: &Registration,
+    now: DateTime<Utc>,
+) -> Result<(SeatChance, bool, i32)> {
     let row = tx
         .query_one(
             "SELECT e.status, e.deleted_at IS NULL, t.is_active, t.sales_start, t.sales_end,
                 t.quantity - t.sold_count - t.reserved_count,
                 EXISTS (SELECT 1 FROM event_service.registrations o WHERE o.event_id = t.event_id
-                    AND o.user_id = $2 AND o.id <> $3 AND o.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))
+                    AND o.user_id = $2 AND o.id <> $3 AND o.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')),
+                t.prepayment_percent
              FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
              WHERE t.id = $1",
             &[&r.ticket_type_id, &r.user_id.as_uuid(), &r.id],
@@ -240,6 +258,7 @@ async fn seat_chance(tx: &Tx, r: &Registration, now: DateTime<Utc>) -> Result<(S
             registered_otherwise: row.get(6),
         },
         status == "CANCELLED",
+        row.get(7),
     ))
 }
 

@@ -262,14 +262,17 @@ pub(super) async fn lock(tx: &Tx, id: Uuid) -> Result<Registration> {
         &[&type_id],
     )
     .await?;
+    // A row the scope may read but not change (one's own registration, read in another
+    // organization's scope) cannot be locked: not found, like any other's.
     let row = tx
-        .query_one(
+        .query_opt(
             &format!(
                 "SELECT {COLUMNS} FROM event_service.registrations r WHERE r.id = $1 FOR UPDATE"
             ),
             &[&id],
         )
-        .await?;
+        .await?
+        .ok_or_else(Refusal::not_found)?;
     Ok(from_row(&row))
 }
 
@@ -340,8 +343,10 @@ pub async fn cancel(
         id,
     )
     .await?;
-    if let Canceller::Participant(user) = by
-        && owner.user_id != user
+    // Each role acts only on what it is: a participant on their own registration, an
+    // organizer on their organization's (not on their own ticket elsewhere).
+    if matches!(by, Canceller::Participant(user) if owner.user_id != user)
+        || matches!(by, Canceller::Organizer(tenant, _) if owner.tenant_id != tenant)
     {
         return Err(Refusal::not_found().into());
     }

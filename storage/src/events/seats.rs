@@ -132,7 +132,7 @@ pub async fn commit_batch(
             ARRAY(SELECT m.user_id FROM event_service.group_members m WHERE m.group_id = e.group_id AND m.user_id = ANY($2)),
             {SUMMARY_COLUMNS}
          FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
-         WHERE t.id = $1 FOR UPDATE OF t"
+         WHERE t.id = $1 FOR UPDATE OF t FOR KEY SHARE OF e"
     );
     let answered_sql = format!(
         "SELECT {COLUMNS}, s.user_id, s.key, s.request_hash, s.outcome, s.registration_id IS NOT NULL

@@ -144,8 +144,8 @@ pub async fn leave(
         let rows = tx
             .query(
                 "UPDATE event_service.waiting_list SET status = 'LEFT' WHERE ticket_type_id = $1 AND user_id = $2
-                   AND status IN ('WAITING', 'NOTIFIED') RETURNING (notified_at IS NOT NULL AND expires_at > $3)",
-                &[&ticket_type, &user.as_uuid(), &now],
+                   AND status IN ('WAITING', 'NOTIFIED') RETURNING notified_at IS NOT NULL",
+                &[&ticket_type, &user.as_uuid()],
             )
             .await?;
         for row in rows {
@@ -170,8 +170,9 @@ async fn release_hold(tx: &Tx, ticket_type: Uuid) -> Result<()> {
 }
 
 /// Registering ends one's wait: the WAITING entries of `users` for `event` are closed.
-/// (A seat held for them on another ticket type is released by the next sweep, which runs
-/// with that type's row locked.)
+/// Entries another transaction holds (serving another type's list) are skipped rather than
+/// waited for, since this batch holds only its own type: `notify_next` closes them later. A
+/// seat held for them on another type is released by the next sweep.
 pub async fn close_for(tx: &Tx, event: Uuid, users: &[Uuid]) -> Result<u64> {
     if users.is_empty() {
         return Ok(0);
@@ -179,7 +180,9 @@ pub async fn close_for(tx: &Tx, event: Uuid, users: &[Uuid]) -> Result<u64> {
     Ok(tx
         .execute(
             "UPDATE event_service.waiting_list SET status = 'CLOSED'
-             WHERE event_id = $1 AND user_id = ANY($2) AND status = 'WAITING'",
+             WHERE id IN (SELECT id FROM event_service.waiting_list
+                          WHERE event_id = $1 AND user_id = ANY($2) AND status = 'WAITING'
+                          FOR UPDATE SKIP LOCKED)",
             &[&event, &users],
         )
         .await?)
