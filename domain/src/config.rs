@@ -642,6 +642,12 @@ impl Config {
                     "a service listens on or is reached at a non-loopback address and no SERVICE_SECRET is set".into(),
                 ));
             }
+            // Other processes run the other services, even on this host: they must share it.
+            None if !Service::ALL.iter().all(|s| self.runs(*s)) => {
+                return Err(ConfigError::Unsafe(
+                    "this node runs only part of the services and no SERVICE_SECRET is set (every process of the cluster needs the same one)".into(),
+                ));
+            }
             None => {}
         }
         if self
@@ -885,6 +891,10 @@ mod tests {
                 .check_production()
                 .is_err()
         );
+        // A node of a cluster on one host still needs the shared secret.
+        let part = "node = \"gw\"\n[[nodes]]\nname = \"gw\"\nservices = [\"gateway\"]\n";
+        let err = Config::load(Some(part), good).unwrap().check_production();
+        assert!(err.unwrap_err().to_string().contains("SERVICE_SECRET"));
         // Development starts whatever it is given.
         assert!(
             Config::load(Some(exposed), EMPTY)

@@ -301,12 +301,15 @@ fn recipient_from(row: &Row) -> Recipient {
     }
 }
 
-/// Everyone holding a seat at `event`, with their chat and settings.
+/// Everyone holding a seat at `event`, with their chat and settings. The door code comes only
+/// with a ticket that went out: a seat still awaiting payment is not a way in.
 pub async fn participants_of(tx: &Tx, event: Uuid) -> Result<Vec<Recipient>> {
     let rows = tx
         .query(
             &format!(
-                "SELECT p.user_id, p.first_name, p.confirmation_code, {RECIPIENT_COLUMNS}
+                "SELECT p.user_id, p.first_name,
+                    CASE WHEN p.ticket_sent_at IS NULL THEN '' ELSE p.confirmation_code END,
+                    {RECIPIENT_COLUMNS}
                  FROM notification_service.participants p
                  LEFT JOIN notification_service.chats c ON c.user_id = p.user_id
                  LEFT JOIN notification_service.preferences pr ON pr.user_id = p.user_id

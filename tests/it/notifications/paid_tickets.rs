@@ -139,3 +139,39 @@ async fn a_pending_seat_is_held_without_a_deadline() {
         got[1].text
     );
 }
+
+#[tokio::test]
+async fn a_reminder_to_an_unpaid_seat_carries_no_door_code() {
+    let (ctx, tg) = with_bot(|_| {}).await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, paid) = event_in(
+        &ctx,
+        &owner,
+        "Opera",
+        "Europe/Moscow",
+        ctx.clock.now() + Duration::days(10),
+        json!({"name": "Stalls", "quantity": 5, "priceCents": 90000, "currency": "RUB"}),
+    )
+    .await;
+    let cid = ctx.user().await;
+    linked(&ctx, &tg, &cid, 9403).await;
+    let pending = register(&ctx, &cid, &event, &paid).await;
+    let code = pending["confirmationCode"].as_str().unwrap().to_string();
+    assert_eq!(
+        tg.wait_for(9403, 2, 10).await.len(),
+        2,
+        "welcome and held seat"
+    );
+    ctx.clock.advance(Duration::days(9) + Duration::hours(12));
+    storage::events::catalog::remind_due(&ctx.t.db, ctx.clock.now())
+        .await
+        .unwrap();
+    let got = tg.wait_for(9403, 3, 10).await;
+    assert_eq!(got.len(), 3, "the reminder");
+    assert!(
+        got[2].text.contains("Opera") && !got[2].text.contains(&code),
+        "a seat awaiting payment is not a way in: {}",
+        got[2].text
+    );
+}
