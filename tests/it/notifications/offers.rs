@@ -136,9 +136,11 @@ async fn an_offer_to_a_person_without_a_chat_arrives_by_mail_once() {
             )) && mail.contains(&format!("/api/v1/events/{event}")),
             "{mail}"
         );
+        // The mail goes out while the consumer's transaction is open; its record commits
+        // right after.
         let db = ctx.t.owner().await;
-        let rows: Vec<(String, String)> = db
-            .query(
+        let rows = || async {
+            db.query(
                 "SELECT status, channel FROM notification_service.messages
                  WHERE user_id = $1::text::uuid AND kind = 'waitlist.available'",
                 &[&user.user_id],
@@ -146,9 +148,14 @@ async fn an_offer_to_a_person_without_a_chat_arrives_by_mail_once() {
             .await
             .unwrap()
             .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        assert_eq!(rows, vec![("SENT".to_string(), "email".to_string())]);
+            .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+            .collect::<Vec<_>>()
+        };
+        assert!(eventually(10, || async { !rows().await.is_empty() }).await);
+        assert_eq!(
+            rows().await,
+            vec![("SENT".to_string(), "email".to_string())]
+        );
     }
     // A redelivered offer sends no second mail.
     let offer = ctx
