@@ -5,7 +5,6 @@
 use super::serve;
 use crate::support::{TestDb, eventually, free_port};
 use std::time::{Duration, Instant};
-use storage::events::{catalog, ticket_types};
 
 const REGISTRATIONS: i64 = 100_000;
 
@@ -22,62 +21,8 @@ async fn count(t: &TestDb, sql: &str, event: uuid::Uuid) -> i64 {
 async fn kill_9_during_a_large_cancellation_leaves_it_whole_or_undone() {
     let t = TestDb::new().await;
     let (tenant, organizer) = (domain::ids::TenantId::new(), domain::ids::UserId::new());
-    let now = chrono::Utc::now();
-    let event = catalog::create(
-        &t.db,
-        tenant,
-        organizer,
-        &catalog::NewEvent {
-            title: "Stadium".into(),
-            description: String::new(),
-            slug: None,
-            group_id: None,
-            participants_visibility: Default::default(),
-            starts_at: now + chrono::Duration::days(5),
-            ends_at: None,
-            timezone: "UTC".into(),
-            location_type: None,
-            location_address: None,
-            location_url: None,
-            cover_image_id: None,
-            settings: serde_json::json!({}),
-        },
-        now,
-    )
-    .await
-    .unwrap();
-    let ticket_type = ticket_types::create(
-        &t.db,
-        tenant,
-        organizer,
-        event.id,
-        &ticket_types::TicketFields {
-            name: "Paid".into(),
-            description: String::new(),
-            price_cents: 2500,
-            currency: "RUB".into(),
-            quantity: REGISTRATIONS as i32,
-            reservation_minutes: None,
-            prepayment_percent: 100,
-            sales_start: None,
-            sales_end: None,
-            sort_order: 0,
-            is_active: true,
-        },
-        now,
-    )
-    .await
-    .unwrap();
-    catalog::transition(
-        &t.db,
-        tenant,
-        organizer,
-        event.id,
-        domain::events::lifecycle::Action::Publish,
-        now,
-    )
-    .await
-    .unwrap();
+    let (event, ticket_type) =
+        super::published_paid_event(&t, tenant, organizer, REGISTRATIONS as i32, 2500, None).await;
     // A sold-out stadium of paid, confirmed tickets, written directly.
     let owner = t.owner().await;
     owner

@@ -81,6 +81,79 @@ async fn rabbitmq_stopped_for_30s_mid_stream_loses_and_duplicates_nothing() {
     relay.stop().await;
 }
 
+/// A published event of `tenant` with one paid ticket type of `quantity` seats.
+pub(crate) async fn published_paid_event(
+    t: &TestDb,
+    tenant: domain::ids::TenantId,
+    organizer: domain::ids::UserId,
+    quantity: i32,
+    price_cents: i64,
+    reservation_minutes: Option<i32>,
+) -> (
+    storage::events::catalog::Event,
+    storage::events::ticket_types::TicketType,
+) {
+    use storage::events::{catalog, ticket_types};
+    let now = chrono::Utc::now();
+    let event = catalog::create(
+        &t.db,
+        tenant,
+        organizer,
+        &catalog::NewEvent {
+            title: "Crash".into(),
+            description: String::new(),
+            slug: None,
+            group_id: None,
+            participants_visibility: Default::default(),
+            starts_at: now + chrono::Duration::days(5),
+            ends_at: None,
+            timezone: "UTC".into(),
+            location_type: None,
+            location_address: None,
+            location_url: None,
+            cover_image_id: None,
+            settings: serde_json::json!({}),
+        },
+        now,
+    )
+    .await
+    .unwrap();
+    let ticket_type = ticket_types::create(
+        &t.db,
+        tenant,
+        organizer,
+        event.id,
+        &ticket_types::TicketFields {
+            name: "Paid".into(),
+            description: String::new(),
+            price_cents,
+            currency: "RUB".into(),
+            quantity,
+            reservation_minutes,
+            prepayment_percent: 100,
+            sales_start: None,
+            sales_end: None,
+            sort_order: 0,
+            is_active: true,
+        },
+        now,
+    )
+    .await
+    .unwrap();
+    catalog::transition(
+        &t.db,
+        tenant,
+        organizer,
+        event.id,
+        domain::events::lifecycle::Action::Publish,
+        now,
+    )
+    .await
+    .unwrap();
+
+    (event, ticket_type)
+}
+
 /// A `bilet serve` process on `port` for the whole platform, killed with SIGKILL when dropped.
 struct Server(std::process::Child);
 
@@ -124,65 +197,11 @@ fn serve(t: &TestDb, port: u16) -> Server {
 
 #[tokio::test]
 async fn kill_9_mid_burst_loses_no_seat_and_reservations_still_expire() {
-    use storage::events::{catalog, registrations, ticket_types};
+    use storage::events::registrations;
     let t = TestDb::new().await;
     let (tenant, organizer) = (domain::ids::TenantId::new(), domain::ids::UserId::new());
-    let now = chrono::Utc::now();
-    let event = catalog::create(
-        &t.db,
-        tenant,
-        organizer,
-        &catalog::NewEvent {
-            title: "Crash".into(),
-            description: String::new(),
-            slug: None,
-            group_id: None,
-            participants_visibility: Default::default(),
-            starts_at: now + chrono::Duration::days(5),
-            ends_at: None,
-            timezone: "UTC".into(),
-            location_type: None,
-            location_address: None,
-            location_url: None,
-            cover_image_id: None,
-            settings: serde_json::json!({}),
-        },
-        now,
-    )
-    .await
-    .unwrap();
-    let ticket_type = ticket_types::create(
-        &t.db,
-        tenant,
-        organizer,
-        event.id,
-        &ticket_types::TicketFields {
-            name: "Paid".into(),
-            description: String::new(),
-            price_cents: 1000,
-            currency: "RUB".into(),
-            quantity: 150,
-            reservation_minutes: Some(1),
-            prepayment_percent: 100,
-            sales_start: None,
-            sales_end: None,
-            sort_order: 0,
-            is_active: true,
-        },
-        now,
-    )
-    .await
-    .unwrap();
-    catalog::transition(
-        &t.db,
-        tenant,
-        organizer,
-        event.id,
-        domain::events::lifecycle::Action::Publish,
-        now,
-    )
-    .await
-    .unwrap();
+    let (event, ticket_type) =
+        published_paid_event(&t, tenant, organizer, 150, 1000, Some(1)).await;
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
