@@ -17,10 +17,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use storage::Schema;
-use storage::broker::Subscription;
-use storage::events::consumers as events_consumers;
 use storage::mail::Mailer;
-use storage::media::consumers as media_consumers;
 use storage::media::objects::Objects;
 use storage::outbox::{Relay, RelayHandle};
 use tokio::sync::watch;
@@ -35,6 +32,7 @@ pub struct Node {
     relay: RelayHandle,
     shutdown: watch::Sender<bool>,
     servers: Vec<JoinHandle<()>>,
+    jobs: Vec<JoinHandle<()>>,
 }
 
 impl Node {
@@ -43,6 +41,10 @@ impl Node {
         let _ = self.shutdown.send(true);
         for server in self.servers {
             let _ = server.await;
+        }
+        // A job run under way is let finish before the parts it uses stop.
+        for job in self.jobs {
+            let _ = job.await;
         }
         // Servers are drained, so no seat request waits on an actor any more.
         self.state.ticketing.stop_all().await;
@@ -157,87 +159,13 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         .filter_map(|s| s.schema())
         .filter_map(Schema::from_name)
         .collect();
-    if node_config.services.contains(&Service::Events) {
+    for subscription in crate::consumers::for_node(&state, &node_config.services) {
+        let name = subscription.consumer.clone();
         broker
-            .subscribe(Subscription {
-                consumer: events_consumers::CONSUMER.into(),
-                patterns: events_consumers::PATTERNS
-                    .iter()
-                    .map(|p| p.to_string())
-                    .collect(),
-                handler: Arc::new(events_consumers::Projections::new(db.clone())),
-            })
+            .subscribe(subscription)
             .await
-            .context("cannot subscribe the event service's consumer")?;
+            .with_context(|| format!("cannot subscribe the consumer {name}"))?;
     }
-    if let Some(parts) = &state.analytics {
-        broker
-            .subscribe(Subscription {
-                consumer: analytics::consumers::CONSUMER.into(),
-                patterns: analytics::consumers::PATTERNS
-                    .iter()
-                    .map(|p| p.to_string())
-                    .collect(),
-                handler: Arc::new(analytics::consumers::Recorder::new(
-                    db.clone(),
-                    parts.store.clone(),
-                )),
-            })
-            .await
-            .context("cannot subscribe the analytics service's consumer")?;
-    }
-    if node_config.services.contains(&Service::Media) {
-        broker
-            .subscribe(Subscription {
-                consumer: media_consumers::CONSUMER.into(),
-                patterns: media_consumers::PATTERNS
-                    .iter()
-                    .map(|p| p.to_string())
-                    .collect(),
-                handler: Arc::new(media_consumers::Attachments::new(db.clone())),
-            })
-            .await
-            .context("cannot subscribe the media service's consumer")?;
-    }
-    if node_config.services.contains(&Service::Identity) {
-        use storage::identity::mail_consumer;
-        broker
-            .subscribe(Subscription {
-                consumer: mail_consumer::CONSUMER.into(),
-                patterns: mail_consumer::PATTERNS
-                    .iter()
-                    .map(|p| p.to_string())
-                    .collect(),
-                handler: Arc::new(mail_consumer::MailSender::new(
-                    db.clone(),
-                    state.mailer.clone(),
-                    &config.http.public_url,
-                )),
-            })
-            .await
-            .context("cannot subscribe the identity service's mail consumer")?;
-    }
-    if let Some(parts) = &state.notifications {
-        broker
-            .subscribe(Subscription {
-                consumer: messenger::consumers::CONSUMER.into(),
-                patterns: messenger::consumers::PATTERNS
-                    .iter()
-                    .map(|p| p.to_string())
-                    .collect(),
-                handler: Arc::new(messenger::consumers::Notifier::new(
-                    db.clone(),
-                    parts.queue.clone(),
-                    parts.telegram.is_on(),
-                    &config.http.public_url,
-                    state.mailer.clone(),
-                    clock.clone(),
-                )),
-            })
-            .await
-            .context("cannot subscribe the notification service's consumer")?;
-    }
-    let backlog_schemas = schemas.clone();
     let relay = Relay::new(
         db,
         config.database.url.clone(),
@@ -248,18 +176,13 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
     .start();
 
     let (shutdown, shutdown_rx) = watch::channel(false);
+    let jobs = storage::jobs::start(
+        crate::jobs::for_node(&state, &node_config.services),
+        state.clock.clone(),
+        shutdown_rx.clone(),
+    );
     let mut servers = Vec::new();
-    if node_config.services.contains(&Service::Identity) {
-        servers.push(tokio::spawn(hourly_cleanup(
-            state.clone(),
-            shutdown_rx.clone(),
-        )));
-    }
     if node_config.services.contains(&Service::Events) {
-        servers.push(tokio::spawn(complete_ended_events(
-            state.clone(),
-            shutdown_rx.clone(),
-        )));
         let timer = ReservationTimer::new(state.db.clone(), state.clock.clone());
         servers.push(tokio::spawn(timer.run(shutdown_rx.clone())));
         // The actors own their reservation timers: start those with deadlines ahead.
@@ -274,23 +197,6 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
                 Err(e) => tracing::warn!(error = %e, "could not wake ticket-type actors"),
             }
         });
-    }
-    servers.push(tokio::spawn(outbox_backlog(
-        state.clone(),
-        backlog_schemas,
-        shutdown_rx.clone(),
-    )));
-    if state.analytics.is_some() {
-        servers.push(tokio::spawn(analytics_retention(
-            state.clone(),
-            shutdown_rx.clone(),
-        )));
-    }
-    if node_config.services.contains(&Service::Media) {
-        servers.push(tokio::spawn(media_cleanup(
-            state.clone(),
-            shutdown_rx.clone(),
-        )));
     }
     let mut addrs = BTreeMap::new();
     for service in &node_config.services {
@@ -362,6 +268,7 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         relay,
         shutdown,
         servers,
+        jobs,
     })
 }
 
@@ -389,28 +296,6 @@ async fn door(state: &AppState) -> anyhow::Result<Door> {
         limiter: Arc::new(RateLimiter::new(counter, state.clock.clone(), gateway)),
         trusted: Arc::new(trusted),
     })
-}
-
-/// Every minute: completes published events whose end has passed and sends the reminders
-/// of events starting within 24 hours (once each, remembered in the database).
-async fn complete_ended_events(state: AppState, mut stop: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(60));
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.changed() => return,
-        }
-        match storage::events::catalog::complete_ended(&state.db, state.clock.now()).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(completed = n, "ended events completed"),
-            Err(e) => tracing::warn!(error = %e, "auto-completion failed"),
-        }
-        match storage::events::catalog::remind_due(&state.db, state.clock.now()).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(reminded = n, "event reminders published"),
-            Err(e) => tracing::warn!(error = %e, "reminders failed"),
-        }
-    }
 }
 
 /// The analytics store the configuration names (ClickHouse when `clickhouse.url` is set,
@@ -461,97 +346,6 @@ async fn start_notifications(
     .await
     .context("cannot start the notification send queue")?;
     Ok(Notifications { queue, telegram })
-}
-
-/// Keeps `bilet_outbox_backlog` at the number of this node's events the broker has not
-/// confirmed yet (a growing figure means the broker is unreachable), every 10 seconds.
-async fn outbox_backlog(state: AppState, schemas: Vec<Schema>, mut stop: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(10));
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.changed() => return,
-        }
-        let mut total = 0;
-        for schema in &schemas {
-            match storage::outbox::backlog(&state.db, *schema).await {
-                Ok(n) => total += n,
-                Err(e) => {
-                    tracing::debug!(error = %e, "outbox backlog not read");
-                    continue;
-                }
-            }
-        }
-        state.metrics.outbox_backlog.set(total);
-    }
-}
-
-/// Removes analytics records older than a year, every day.
-async fn analytics_retention(state: AppState, mut stop: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(24 * 3600));
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.changed() => return,
-        }
-        let Some(parts) = &state.analytics else {
-            return;
-        };
-        let before = state.clock.now() - chrono::Duration::days(365);
-        if let Err(e) = parts.store.purge(before).await {
-            tracing::warn!(error = %e, "analytics retention failed");
-        }
-    }
-}
-
-/// Removes unattached media files older than 24 hours, daily at 03:00 UTC.
-async fn media_cleanup(state: AppState, mut stop: watch::Receiver<bool>) {
-    loop {
-        let now = state.clock.now();
-        let wait = (domain::media::next_cleanup(now) - now)
-            .to_std()
-            .unwrap_or(Duration::from_secs(60));
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = stop.changed() => return,
-        }
-        match storage::media::uploads::cleanup(&state.db, &state.objects, state.clock.now()).await {
-            Ok(n) => tracing::info!(removed = n, "unattached media removed"),
-            Err(e) => tracing::warn!(error = %e, "media cleanup failed"),
-        }
-    }
-}
-
-/// Removes expired refresh and mail tokens and old idempotency keys (also those kept with
-/// seat requests), every hour.
-async fn hourly_cleanup(state: AppState, mut stop: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(3600));
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.changed() => return,
-        }
-        match storage::identity::sessions::purge_expired(&state.db, state.clock.now()).await {
-            Ok(n) => tracing::info!(deleted = n, "expired refresh tokens removed"),
-            Err(e) => tracing::warn!(error = %e, "token cleanup failed"),
-        }
-        for schema in Schema::ALL {
-            if let Err(e) = storage::idempotency::purge(
-                &state.db,
-                schema,
-                state.config.http.idempotency_ttl_hours,
-            )
-            .await
-            {
-                tracing::warn!(error = %e, "idempotency key cleanup failed");
-            }
-        }
-        if let Err(e) =
-            storage::events::seats::purge(&state.db, state.config.http.idempotency_ttl_hours).await
-        {
-            tracing::warn!(error = %e, "seat request cleanup failed");
-        }
-    }
 }
 
 fn hex_encode(bytes: &[u8]) -> String {

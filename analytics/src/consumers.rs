@@ -13,28 +13,16 @@ use crate::store::{Store, StoreError};
 use crate::tracked;
 use async_trait::async_trait;
 use domain::analytics::TrackType;
+use domain::contract::events::Registration;
+use domain::contract::{DomainEvent, Kind};
 use domain::envelope::Envelope;
 use serde_json::{Map, Value};
-use storage::broker::{Handler, HandlerError, Outage};
+use storage::broker::{HandlerError, Outage};
 use storage::db::Schema;
-use storage::{Database, Scope, inbox};
-use uuid::Uuid;
+use storage::inbox::{Projection, Received};
+use storage::{Database, Scope, Tx};
 
-/// The consumer name (queue `bilet.analytics`).
-pub const CONSUMER: &str = "analytics";
-
-/// The routing keys it listens to.
-pub const PATTERNS: &[&str] = &[
-    "event.created",
-    "event.published",
-    "event.unpublished",
-    "registration.created",
-    "registration.cancelled",
-    "checkin.completed",
-    "registration.confirmed",
-];
-
-/// Records the services' events.
+/// Records the services' events (consumer `analytics`).
 pub struct Recorder {
     db: Database,
     store: Store,
@@ -45,10 +33,6 @@ impl Recorder {
     pub fn new(db: Database, store: Store) -> Recorder {
         Recorder { db, store }
     }
-}
-
-fn uuid_at(data: &Value, field: &str) -> Option<Uuid> {
-    data[field].as_str().and_then(|s| s.parse().ok())
 }
 
 /// What an event-service event says about an event's life.
@@ -66,56 +50,62 @@ pub enum Lifecycle {
     },
 }
 
-/// The life-cycle change a broker event reports, if it reports one.
-pub fn lifecycle_of(event: &Envelope) -> Option<Lifecycle> {
-    match event.event_type.as_str() {
+/// The life-cycle change a domain event reports, if it reports one, and the event it is about.
+pub fn lifecycle_of(event: &DomainEvent) -> Option<(uuid::Uuid, Lifecycle)> {
+    use domain::events::lifecycle::EventStatus;
+    match event {
         // Events are created as drafts; the payload's status is read in case that changes.
-        "event.created" => Some(Lifecycle::Created {
-            draft: event.data["status"]
-                .as_str()
-                .is_none_or(|s| s.eq_ignore_ascii_case("DRAFT")),
-        }),
-        "event.published" => Some(Lifecycle::Changed { draft: false }),
-        "event.unpublished" => Some(Lifecycle::Changed { draft: true }),
+        DomainEvent::EventCreated(e) => Some((
+            e.event_id,
+            Lifecycle::Created {
+                draft: e.status == EventStatus::Draft,
+            },
+        )),
+        DomainEvent::EventPublished(e) => Some((e.event_id, Lifecycle::Changed { draft: false })),
+        DomainEvent::EventUnpublished(e) => Some((e.event_id, Lifecycle::Changed { draft: true })),
         _ => None,
     }
 }
 
 /// The record a service event becomes.
-pub fn record_of(event: &Envelope) -> Option<Record> {
-    let kind = match event.event_type.as_str() {
-        "registration.created" => TrackType::RegistrationCompleted,
-        "registration.cancelled" => TrackType::RegistrationCancelled,
-        "checkin.completed" => TrackType::CheckinCompleted,
+pub fn record_of(envelope: &Envelope, event: &DomainEvent) -> Option<Record> {
+    let (kind, registration, amount) = match event {
+        DomainEvent::RegistrationCreated(r) => (TrackType::RegistrationCompleted, r, None),
+        DomainEvent::RegistrationCancelled(r) => (TrackType::RegistrationCancelled, r, None),
+        DomainEvent::CheckinCompleted(c) => (TrackType::CheckinCompleted, &c.registration, None),
         // A payment counts when the event service says it confirmed a seat: a payment that
         // came too late and is being refunded confirms nothing.
-        "registration.confirmed" => TrackType::PaymentCompleted,
+        DomainEvent::RegistrationConfirmed(c) => {
+            (TrackType::PaymentCompleted, &c.registration, c.amount_cents)
+        }
         _ => return None,
     };
-    let tenant = event.tenant_id?;
-    let data = &event.data;
-    let mut properties = Map::new();
-    for field in [
-        "registrationId",
-        "ticketTypeId",
-        "status",
-        "source",
-        "amountCents",
-        "currency",
-    ] {
-        if let Some(v) = data.get(field).filter(|v| !v.is_null()) {
-            properties.insert(field.into(), v.clone());
-        }
-    }
+    let tenant = envelope.tenant_id?;
     Some(Record::new(
-        event.id.as_uuid(),
+        envelope.id.as_uuid(),
         tenant,
         kind,
-        uuid_at(data, "eventId"),
-        uuid_at(data, "userId").or(event.actor_id.map(|a| a.as_uuid())),
-        Value::Object(properties),
-        event.occurred_at,
+        Some(registration.event_id),
+        Some(registration.user_id.as_uuid()),
+        properties(registration, amount),
+        envelope.occurred_at,
     ))
+}
+
+/// The details a record keeps of a registration (its source counted by `bySource`).
+fn properties(r: &Registration, amount_cents: Option<i64>) -> Value {
+    let mut properties = Map::new();
+    properties.insert("registrationId".into(), r.registration_id.to_string().into());
+    properties.insert("ticketTypeId".into(), r.ticket_type_id.to_string().into());
+    properties.insert("status".into(), serde_json::to_value(r.status).unwrap_or_default());
+    if let Some(source) = &r.source {
+        properties.insert("source".into(), source.clone().into());
+    }
+    if let Some(amount) = amount_cents {
+        properties.insert("amountCents".into(), amount.into());
+    }
+    properties.insert("currency".into(), r.currency.clone().into());
+    Value::Object(properties)
 }
 
 /// A store failure as the broker should see it: PostgreSQL's own error (outages are recognised
@@ -153,31 +143,38 @@ impl Recorder {
 }
 
 #[async_trait]
-impl Handler for Recorder {
-    async fn handle(&self, event: &Envelope) -> Result<(), HandlerError> {
-        let tx = self.db.begin(Scope::system()).await?;
-        if !inbox::claim(&tx, Schema::AnalyticsService, CONSUMER, event.id).await? {
-            return Ok(());
-        }
-        if let Some(change) = lifecycle_of(event) {
-            let (Some(id), Some(tenant)) = (uuid_at(&event.data, "eventId"), event.tenant_id)
-            else {
-                return Err(format!("{} without eventId or tenant", event.event_type).into());
-            };
+impl Projection for Recorder {
+    const NAME: &'static str = "analytics";
+    const SCHEMA: Schema = Schema::AnalyticsService;
+    const TAKES: &'static [Kind] = &[
+        Kind::EventCreated,
+        Kind::EventPublished,
+        Kind::EventUnpublished,
+        Kind::RegistrationCreated,
+        Kind::RegistrationCancelled,
+        Kind::CheckinCompleted,
+        Kind::RegistrationConfirmed,
+    ];
+    type Done = ();
+
+    async fn apply(&self, tx: &Tx, received: &Received<'_>) -> Result<(), HandlerError> {
+        let envelope = received.envelope;
+        if let Some((id, change)) = lifecycle_of(&received.event) {
+            let tenant = envelope
+                .tenant_id
+                .ok_or_else(|| format!("{} without tenant", envelope.event_type))?;
             match change {
                 Lifecycle::Created { draft } => {
-                    tracked::created(&tx, id, tenant, draft, event.occurred_at).await?
+                    tracked::created(tx, id, tenant, draft, envelope.occurred_at).await?
                 }
                 Lifecycle::Changed { draft } => {
-                    tracked::status_changed(&tx, id, tenant, draft, event.occurred_at).await?
+                    tracked::status_changed(tx, id, tenant, draft, envelope.occurred_at).await?
                 }
             }
-            tx.commit().await?;
             return Ok(());
         }
-        let Some(record) = record_of(event) else {
-            tracing::warn!(kind = %event.event_type, id = %event.id, "event without a tenant not recorded");
-            tx.commit().await?;
+        let Some(record) = record_of(envelope, &received.event) else {
+            tracing::warn!(kind = %envelope.event_type, id = %envelope.id, "event without a tenant not recorded");
             return Ok(());
         };
         // Written before the inbox entry commits: a failure leaves the event unclaimed for the
@@ -190,7 +187,7 @@ impl Handler for Recorder {
                     .map_err(store_failure)?;
             }
             Store::ClickHouse(ch) => {
-                let interrupted = self.mark_recording(event).await?;
+                let interrupted = self.mark_recording(envelope).await?;
                 if !(interrupted && ch.contains(&record).await.map_err(clickhouse_failure)?) {
                     ch.insert(std::slice::from_ref(&record))
                         .await
@@ -198,12 +195,11 @@ impl Handler for Recorder {
                 }
                 tx.execute(
                     "DELETE FROM analytics_service.recording WHERE event_id = $1",
-                    &[&event.id.as_uuid()],
+                    &[&envelope.id.as_uuid()],
                 )
                 .await?;
             }
         }
-        tx.commit().await?;
         Ok(())
     }
 }
@@ -211,60 +207,57 @@ impl Handler for Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use domain::ids::{EventId, TenantId};
-    use serde_json::json;
+    use domain::contract::samples;
+    use domain::ids::TenantId;
 
-    fn envelope(kind: &str, data: Value) -> Envelope {
-        Envelope {
-            id: EventId::new(),
-            event_type: kind.into(),
-            occurred_at: chrono::Utc::now(),
-            tenant_id: Some(TenantId::new()),
-            actor_id: None,
-            data,
-        }
+    fn received(event: DomainEvent) -> (Envelope, DomainEvent) {
+        (Envelope::of(&event, Some(TenantId::new()), None), event)
     }
 
     #[test]
     fn a_registration_keeps_its_source() {
-        let event = Uuid::now_v7();
-        let from_vk = envelope(
-            "registration.created",
-            json!({"eventId": event, "status": "CONFIRMED", "source": "vk"}),
-        );
-        let record = record_of(&from_vk).unwrap();
+        let DomainEvent::RegistrationCreated(mut r) = samples::of(Kind::RegistrationCreated)
+        else {
+            unreachable!()
+        };
+        r.source = Some("vk".into());
+        let (envelope, event) = received(DomainEvent::RegistrationCreated(r.clone()));
+        let record = record_of(&envelope, &event).unwrap();
         assert_eq!(record.event_type, TrackType::RegistrationCompleted);
         assert_eq!(record.source(), "vk");
-        for data in [
-            json!({"eventId": event, "status": "CONFIRMED"}),
-            json!({"eventId": event, "status": "CONFIRMED", "source": null}),
-        ] {
-            let record = record_of(&envelope("registration.created", data)).unwrap();
-            assert_eq!(record.source(), "direct");
-            assert!(record.properties.get("source").is_none());
-        }
+        assert_eq!(record.event_id, Some(r.event_id));
+        r.source = None;
+        let (envelope, event) = received(DomainEvent::RegistrationCreated(r));
+        let record = record_of(&envelope, &event).unwrap();
+        assert_eq!(record.source(), "direct");
+        assert!(record.properties.get("source").is_none());
+    }
+
+    #[test]
+    fn a_confirmation_is_a_payment_with_its_amount() {
+        let (envelope, event) = received(samples::of(Kind::RegistrationConfirmed));
+        let record = record_of(&envelope, &event).unwrap();
+        assert_eq!(record.event_type, TrackType::PaymentCompleted);
+        assert_eq!(record.properties["amountCents"], 150_000);
+        assert_eq!(record.properties["currency"], "RUB");
     }
 
     #[test]
     fn event_life_cycle_events_say_whether_it_is_a_draft() {
-        let of = |kind: &str, data: Value| lifecycle_of(&envelope(kind, data));
+        let of = |kind| lifecycle_of(&samples::of(kind)).map(|(_, l)| l);
         assert_eq!(
-            of("event.created", json!({"status": "DRAFT"})),
+            of(Kind::EventCreated),
             Some(Lifecycle::Created { draft: true })
         );
         assert_eq!(
-            of("event.created", json!({})),
-            Some(Lifecycle::Created { draft: true })
-        );
-        assert_eq!(
-            of("event.published", json!({"status": "PUBLISHED"})),
+            of(Kind::EventPublished),
             Some(Lifecycle::Changed { draft: false })
         );
         assert_eq!(
-            of("event.unpublished", json!({"status": "DRAFT"})),
+            of(Kind::EventUnpublished),
             Some(Lifecycle::Changed { draft: true })
         );
-        assert_eq!(of("event.cancelled", json!({})), None);
-        assert_eq!(of("registration.created", json!({})), None);
+        assert_eq!(of(Kind::EventCancelled), None);
+        assert_eq!(of(Kind::RegistrationCreated), None);
     }
 }

@@ -1,6 +1,8 @@
 //! Analytics rules: the tracked event types, what a tracked event may carry, and the figures
 //! (rates with zero denominators give 0).
 
+pub mod refusals;
+
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 

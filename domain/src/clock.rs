@@ -1,7 +1,7 @@
 //! Time as a dependency, so rules that depend on it (lockouts, token lifetimes, reservations)
 //! are tested by moving a clock rather than by sleeping.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, NaiveTime, Utc};
 use std::sync::Mutex;
 
 /// A source of the current time.
@@ -40,5 +40,86 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The first moment strictly after `now` whose UTC time of day is `at`.
+pub fn next_daily(now: DateTime<Utc>, at: NaiveTime) -> DateTime<Utc> {
+    let today = now.date_naive().and_time(at).and_utc();
+    if today > now {
+        today
+    } else {
+        // Strictly after: a run that ends at `at` must not be scheduled again for `at`.
+        today + Duration::days(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn three() -> NaiveTime {
+        NaiveTime::from_hms_opt(3, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn next_daily_before_the_time_is_today() {
+        assert_eq!(
+            next_daily(at("2026-11-22T02:59:59Z"), three()),
+            at("2026-11-22T03:00:00Z")
+        );
+        assert_eq!(
+            next_daily(at("2026-11-22T00:00:00Z"), three()),
+            at("2026-11-22T03:00:00Z")
+        );
+    }
+
+    #[test]
+    fn next_daily_at_the_time_is_tomorrow() {
+        assert_eq!(
+            next_daily(at("2026-11-22T03:00:00Z"), three()),
+            at("2026-11-23T03:00:00Z")
+        );
+    }
+
+    #[test]
+    fn next_daily_after_the_time_is_tomorrow() {
+        assert_eq!(
+            next_daily(at("2026-11-22T03:00:01Z"), three()),
+            at("2026-11-23T03:00:00Z")
+        );
+        assert_eq!(
+            next_daily(at("2026-11-22T18:00:00Z"), three()),
+            at("2026-11-23T03:00:00Z")
+        );
+    }
+
+    #[test]
+    fn next_daily_crosses_midnight_months_and_years() {
+        let late = NaiveTime::from_hms_opt(23, 30, 0).unwrap();
+        assert_eq!(
+            next_daily(at("2026-12-31T23:45:00Z"), late),
+            at("2027-01-01T23:30:00Z")
+        );
+        assert_eq!(
+            next_daily(at("2026-12-31T23:59:59Z"), three()),
+            at("2027-01-01T03:00:00Z")
+        );
+        assert_eq!(
+            next_daily(at("2026-02-28T12:00:00Z"), NaiveTime::MIN),
+            at("2026-03-01T00:00:00Z")
+        );
+    }
+
+    #[test]
+    fn manual_clock_moves_only_when_told() {
+        let clock = ManualClock::new(at("2026-11-22T02:00:00Z"));
+        assert_eq!(clock.now(), at("2026-11-22T02:00:00Z"));
+        clock.advance(Duration::hours(1));
+        assert_eq!(clock.now(), at("2026-11-22T03:00:00Z"));
     }
 }

@@ -101,7 +101,9 @@ impl Refusal {
         Refusal { code, text: None }
     }
 
-    /// A refusal with its own wording.
+    /// A refusal with its own wording. Storage and handlers name a variant of their service's
+    /// catalogue (`events::refusals`, `identity::refusals`, …) instead, so every text lives in
+    /// one place per service.
     pub fn with(code: ErrorCode, ru: &'static str, en: &'static str) -> Refusal {
         Refusal {
             code,

@@ -2,8 +2,10 @@
 //! envelope. Nothing here performs I/O, so every rule can be unit-tested on its own.
 
 pub mod analytics;
+mod catalogue;
 pub mod clock;
 pub mod config;
+pub mod contract;
 pub mod envelope;
 pub mod error;
 pub mod events;
@@ -13,6 +15,7 @@ pub mod ids;
 pub mod media;
 pub mod notifications;
 pub mod paging;
+pub mod refusals;
 pub mod roles;
 pub mod trust;
 pub mod validation;

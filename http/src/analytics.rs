@@ -14,8 +14,8 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use domain::ErrorCode;
+use domain::analytics::refusals::AnalyticsFieldText;
 use domain::analytics::{MAX_PROPERTIES_BYTES, TrackType};
-use domain::i18n::Text;
 use domain::ids::TenantId;
 use domain::validation::{FieldError, FieldErrors};
 use serde::{Deserialize, Serialize};
@@ -92,10 +92,7 @@ pub async fn track(
     if kind.is_none() {
         errors.add(
             "eventType",
-            FieldError::Invalid(Text {
-                ru: "Допустимо: page.view, registration.started",
-                en: "One of page.view, registration.started",
-            }),
+            FieldError::from(AnalyticsFieldText::UntrackedType),
         );
     }
     let properties = body.properties.unwrap_or_else(|| serde_json::json!({}));
@@ -155,10 +152,7 @@ impl PeriodQuery {
         {
             return Err(ApiError::field(
                 "to",
-                FieldError::Invalid(Text {
-                    ru: "Должно быть позже from",
-                    en: "Must be after from",
-                }),
+                FieldError::from(AnalyticsFieldText::ToNotAfterFrom),
             ));
         }
         Ok(Period {
@@ -302,19 +296,13 @@ pub async fn export(
     if body.date_from >= body.date_to {
         return Err(ApiError::field(
             "dateTo",
-            FieldError::Invalid(Text {
-                ru: "Должно быть позже dateFrom",
-                en: "Must be after dateFrom",
-            }),
+            FieldError::from(AnalyticsFieldText::DateToNotAfterDateFrom),
         ));
     }
     if body.date_to - body.date_from > chrono::Duration::days(MAX_EXPORT_DAYS) {
         return Err(ApiError::field(
             "dateTo",
-            FieldError::Invalid(Text {
-                ru: "Период не длиннее 366 дней",
-                en: "The period is at most 366 days",
-            }),
+            FieldError::from(AnalyticsFieldText::PeriodTooLong),
         ));
     }
     let tenant = TenantId(body.organization_id);

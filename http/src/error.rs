@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
 use domain::i18n::{self, Lang, Text};
+use domain::refusals::PlatformRefusal;
 use domain::validation::{FieldError, FieldErrors};
 use serde::Serialize;
 use std::sync::Arc;
@@ -180,10 +181,7 @@ impl From<storage::Error> for ApiError {
 impl From<storage::DbError> for ApiError {
     fn from(error: storage::DbError) -> ApiError {
         if unstorable_input(&error) {
-            return ApiError::new(ErrorCode::ValidationError).with_text(Text {
-                ru: "Значение нельзя сохранить: недопустимые символы (например, нулевой байт) или выход за пределы",
-                en: "A value cannot be stored: characters that are not allowed (such as a NUL byte) or out of range",
-            });
+            return domain::error::Refusal::from(PlatformRefusal::UnstorableValue).into();
         }
         match error {
             storage::DbError::Pool(_) => {

@@ -13,6 +13,8 @@ use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
+use domain::error::Refusal;
+use domain::refusals::PlatformRefusal;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
@@ -112,22 +114,13 @@ fn is_sign_in(method: &Method, path: &str) -> bool {
 }
 
 fn ambiguous_path(why: crate::paths::AmbiguousPath) -> Response {
-    ApiError::new(ErrorCode::ValidationError)
-        .with_text(domain::i18n::Text {
-            ru: "Путь запроса неоднозначен",
-            en: "The request path is ambiguous",
-        })
+    ApiError::from(Refusal::from(PlatformRefusal::AmbiguousPath))
         .with_details(serde_json::json!({"path": why.reason()}))
         .into_response()
 }
 
 fn invalid_token() -> Response {
-    ApiError::new(ErrorCode::Unauthorized)
-        .with_text(domain::i18n::Text {
-            ru: "Токен доступа недействителен или истёк",
-            en: "The access token is invalid or expired",
-        })
-        .into_response()
+    ApiError::from(Refusal::from(PlatformRefusal::AccessTokenInvalid)).into_response()
 }
 
 /// Middleware of the gateway router.

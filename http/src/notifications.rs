@@ -10,7 +10,9 @@ use crate::state::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
+use domain::error::Refusal;
 use domain::i18n::Lang;
+use domain::notifications::refusals::NotificationRefusal;
 use domain::notifications::templates;
 use domain::notifications::{Kind, OptOut, Preferences};
 use domain::paging::{Page, SortDir, SortField, SortWhitelist};
@@ -156,12 +158,7 @@ pub async fn link(
     let user = caller.require_user()?;
     let bot = &state.config.messenger;
     if bot.bot_token.is_none() || bot.bot_username.trim().is_empty() {
-        return Err(
-            ApiError::new(domain::ErrorCode::BusinessRule).with_text(domain::i18n::Text {
-                ru: "Бот мессенджера не настроен",
-                en: "The messenger bot is not configured",
-            }),
-        );
+        return Err(Refusal::from(NotificationRefusal::BotNotConfigured).into());
     }
     let (token, expires_at) =
         storage::notifications::links::create(&state.db, user, state.clock.now()).await?;

@@ -14,7 +14,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use domain::ErrorCode;
 use domain::config::Service;
-use domain::i18n::Text;
+use domain::error::Refusal;
+use domain::refusals::PlatformRefusal;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -100,11 +101,7 @@ fn hop_by_hop(name: &HeaderName) -> bool {
 
 fn unavailable(service: &str, cause: &dyn std::fmt::Display) -> Response {
     tracing::warn!(service, error = %cause, "service unreachable");
-    ApiError::new(ErrorCode::ServiceUnavailable)
-        .with_text(Text {
-            ru: "Сервис временно недоступен, повторите позже",
-            en: "The service is temporarily unavailable, try again later",
-        })
+    ApiError::from(Refusal::from(PlatformRefusal::ServiceUnavailable))
         .with_details(serde_json::json!({"service": service}))
         .into_response()
 }

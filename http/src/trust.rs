@@ -11,9 +11,9 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use domain::ErrorCode;
 use domain::config::{Config, Service};
-use domain::i18n::Text;
+use domain::error::Refusal;
+use domain::refusals::PlatformRefusal;
 use domain::trust::{self, TrustError};
 use std::sync::Arc;
 
@@ -138,11 +138,7 @@ pub async fn require(State(trust): State<Trust>, mut request: Request, next: Nex
         }
         Err(why) => {
             tracing::warn!(reason = %why, path = request.uri().path(), "unsigned request refused");
-            ApiError::new(ErrorCode::Unauthorized)
-                .with_text(Text {
-                    ru: "Сервис принимает только запросы, подписанные шлюзом или другим сервисом",
-                    en: "This service answers only requests signed by a gateway or another service",
-                })
+            ApiError::from(Refusal::from(PlatformRefusal::UnsignedRequest))
                 .with_details(serde_json::json!({"reason": why.to_string()}))
                 .into_response()
         }
@@ -160,10 +156,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ServiceCall {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<ServiceCall, ApiError> {
         match parts.extensions.get::<Verified>() {
             Some(Verified(service)) if *service != Service::Gateway => Ok(ServiceCall(*service)),
-            Some(_) => Err(ApiError::new(ErrorCode::Forbidden).with_text(Text {
-                ru: "Этот маршрут доступен только сервисам",
-                en: "This route is for services only",
-            })),
+            Some(_) => Err(Refusal::from(PlatformRefusal::ServicesOnly).into()),
             None => Err(ApiError::not_found()),
         }
     }

@@ -10,50 +10,33 @@ use crate::sender::SendQueue;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use domain::clock::Clock;
+use domain::contract::events::{EventState, EventSummary, Registration, WaitlistOffer};
+use domain::contract::identity::UserChanged;
+use domain::contract::{self, DomainEvent};
 use domain::envelope::Envelope;
-use domain::events::registrations::EVENT_CANCELLED;
+use domain::events::payments::PaymentOutcome;
+use domain::events::registrations::{EVENT_CANCELLED, RegistrationStatus};
 use domain::i18n::Lang;
-use domain::ids::{TenantId, UserId};
+use domain::ids::TenantId;
 use domain::notifications::Kind;
 use domain::notifications::delivery::SkipReason;
 use domain::notifications::mails;
 use domain::notifications::templates;
 use domain::notifications::times::{self, Zone};
 use domain::notifications::values::{self, EventFacts};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use storage::broker::{Handler, HandlerError};
+use storage::broker::HandlerError;
+use storage::inbox::{Projection, Received};
 use storage::mail::{Mail, Mailer};
 use storage::notifications::projection::{self, EventInfo, Participant, Recipient, UserInfo};
 use storage::notifications::queue::{self, NewMessage};
-use storage::{Database, Schema, Scope, Tx, inbox};
+use storage::{Schema, Tx};
 use uuid::Uuid;
-
-/// The consumer name (queue `bilet.notifications`).
-pub const CONSUMER: &str = "notifications";
-
-/// The routing keys it listens to: the spec's "Consumed — Notification" rows, and
-/// user.updated to keep names current.
-pub const PATTERNS: &[&str] = &[
-    "user.registered",
-    "user.updated",
-    "registration.created",
-    "registration.confirmed",
-    "registration.cancelled",
-    "reservation.expired",
-    "event.cancelled",
-    "event.changed",
-    "event.reminder",
-    "payment.completed",
-    "refund.requested",
-    "waitlist.available",
-];
 
 /// Turns broker events into queued messages (and a waiting-list offer into a mail when no
 /// chat can carry it).
 pub struct Notifier {
-    db: Database,
     queue: SendQueue,
     bot_on: bool,
     public_url: String,
@@ -62,11 +45,10 @@ pub struct Notifier {
 }
 
 impl Notifier {
-    /// A consumer writing through `db` and waking `queue`; `bot_on` is false without a token.
+    /// A consumer waking `queue`; `bot_on` is false without a token.
     /// `mailer` carries the offers no chat can; `clock` says when a reminder is read ("in 2
     /// hours").
     pub fn new(
-        db: Database,
         queue: SendQueue,
         bot_on: bool,
         public_url: &str,
@@ -74,7 +56,6 @@ impl Notifier {
         clock: Arc<dyn Clock>,
     ) -> Notifier {
         Notifier {
-            db,
             queue,
             bot_on,
             public_url: public_url.to_string(),
@@ -104,46 +85,97 @@ impl From<Vec<NewMessage>> for Planned {
 }
 
 #[async_trait]
-impl Handler for Notifier {
-    async fn handle(&self, event: &Envelope) -> Result<(), HandlerError> {
-        let tx = self.db.begin(Scope::system()).await?;
-        if !inbox::claim(&tx, Schema::NotificationService, CONSUMER, event.id).await? {
-            return Ok(());
-        }
+impl Projection for Notifier {
+    const NAME: &'static str = "notifications";
+    const SCHEMA: Schema = Schema::NotificationService;
+    /// The spec's "Consumed — Notification" rows, user.updated to keep names current, and
+    /// the event service's confirmations and refunds.
+    const TAKES: &'static [contract::Kind] = &[
+        contract::Kind::UserRegistered,
+        contract::Kind::UserUpdated,
+        contract::Kind::RegistrationCreated,
+        contract::Kind::RegistrationConfirmed,
+        contract::Kind::RegistrationCancelled,
+        contract::Kind::ReservationExpired,
+        contract::Kind::EventCancelled,
+        contract::Kind::EventChanged,
+        contract::Kind::EventReminder,
+        contract::Kind::PaymentCompleted,
+        contract::Kind::RefundRequested,
+        contract::Kind::WaitlistAvailable,
+    ];
+    /// The messages queued, and whether any is waiting to be sent.
+    type Done = (Vec<NewMessage>, bool);
+
+    async fn apply(&self, tx: &Tx, received: &Received<'_>) -> Result<Self::Done, HandlerError> {
+        let envelope = received.envelope;
         // Queue times are wall-clock: the messenger's limits and waits are.
         let now = Utc::now();
-        let planned: Planned = match event.event_type.as_str() {
-            "user.registered" => self.welcome(&tx, event, now).await?.into(),
-            "user.updated" => rename(&tx, event, now).await?.into(),
-            "registration.created" => self.created(&tx, event, now).await?.into(),
-            "registration.confirmed" => self.confirmed(&tx, event, now).await?.into(),
-            "registration.cancelled" | "reservation.expired" => self
-                .about_registration(&tx, event, same_named(event)?, now)
+        let planned: Planned = match &received.event {
+            DomainEvent::UserRegistered(user) => self.welcome(tx, envelope, user, now).await?.into(),
+            DomainEvent::UserUpdated(user) => rename(tx, user, now).await?.into(),
+            DomainEvent::RegistrationCreated(r) => self.created(tx, envelope, r, now).await?.into(),
+            DomainEvent::RegistrationConfirmed(c) => {
+                self.confirmed(tx, envelope, &c.registration, now).await?.into()
+            }
+            DomainEvent::RegistrationCancelled(r) => self
+                .about_registration(tx, envelope, r, Kind::RegistrationCancelled, now)
                 .await?
                 .into(),
-            "event.cancelled" | "event.changed" | "event.reminder" => self
-                .to_participants(&tx, event, same_named(event)?, now)
+            DomainEvent::ReservationExpired(r) => self
+                .about_registration(tx, envelope, r, Kind::ReservationExpired, now)
                 .await?
                 .into(),
-            "payment.completed" => self.paid(&tx, event).await?.into(),
-            "refund.requested" => self.refund(&tx, event).await?.into(),
-            "waitlist.available" => self.waitlist(&tx, event).await?,
+            DomainEvent::EventCancelled(e) => self
+                .to_participants(tx, envelope, e, Kind::EventCancelled, now)
+                .await?
+                .into(),
+            DomainEvent::EventChanged(c) => self
+                .to_participants(tx, envelope, &c.event, Kind::EventChanged, now)
+                .await?
+                .into(),
+            DomainEvent::EventReminder(e) => self
+                .to_participants(tx, envelope, e, Kind::EventReminder, now)
+                .await?
+                .into(),
+            DomainEvent::PaymentCompleted(p) => {
+                // A payment the event service reports as having bought nothing gets the
+                // refund notice instead (from refund.requested), not a receipt naming a code.
+                let bought = p.outcome.is_none_or(|o| {
+                    matches!(o, PaymentOutcome::Confirmed | PaymentOutcome::SeatTaken)
+                });
+                if bought {
+                    self.about_money(tx, envelope, p.registration_id, p.amount_cents, p.currency.clone(), Kind::PaymentReceipt)
+                        .await?
+                        .into()
+                } else {
+                    Planned::default()
+                }
+            }
+            // A refund of a cancelled event's ticket is left to the one event.cancelled notice.
+            DomainEvent::RefundRequested(r) if r.reason != EVENT_CANCELLED => self
+                .about_money(tx, envelope, r.registration_id, Some(r.amount_cents), Some(r.currency.clone()), Kind::PaymentRefund)
+                .await?
+                .into(),
+            DomainEvent::WaitlistAvailable(offer) => self.waitlist(tx, envelope, offer).await?,
             _ => Planned::default(),
         };
         let messages = planned.messages;
-        let queued = queue::enqueue(&tx, &messages, now).await?;
+        let queued = queue::enqueue(tx, &messages, now).await?;
         if let Some((mail, record)) = planned.mail {
-            // Sent while the claim is held: a failure drops `tx` (the claim with it) and the
-            // broker delivers the event again; a concurrent delivery waits on the claim.
-            let outcome = offer_mail::send(&self.mailer, &mail, event).await?;
-            queue::record_mail(&tx, &record, &outcome, Utc::now()).await?;
+            // Sent while the claim is held: a failure rolls it back and the broker delivers
+            // the event again; a concurrent delivery waits on the claim.
+            let outcome = offer_mail::send(&self.mailer, &mail, envelope).await?;
+            queue::record_mail(tx, &record, &outcome, Utc::now()).await?;
         }
-        tx.commit().await?;
-        warn_unlinked(event, &messages);
-        if !queued.queued.is_empty() {
+        Ok((messages, !queued.queued.is_empty()))
+    }
+
+    fn committed(&self, received: &Received<'_>, (messages, waiting): Self::Done) {
+        warn_unlinked(received.envelope, &messages);
+        if waiting {
             self.queue.wake();
         }
-        Ok(())
     }
 }
 
@@ -179,18 +211,25 @@ impl Notifier {
         }
     }
 
-    async fn welcome(&self, tx: &Tx, event: &Envelope, now: DateTime<Utc>) -> Outcome {
-        let info = user_info(&event.data)?;
-        let (user, first) = (info.user_id, info.first_name.clone());
+    async fn welcome(
+        &self,
+        tx: &Tx,
+        event: &Envelope,
+        user: &UserChanged,
+        now: DateTime<Utc>,
+    ) -> Outcome {
+        let info = user_info(user);
+        let (user_id, first) = (info.user_id, info.first_name.clone());
         projection::upsert_user(tx, &info, now).await?;
         // Who signed in with the messenger has a private chat whose id is their messenger id.
-        if let Some(chat) = event.data["messengerId"]
-            .as_str()
+        if let Some(chat) = user
+            .messenger_id
+            .as_deref()
             .and_then(|m| m.parse::<i64>().ok())
         {
-            projection::link_if_free(tx, user, chat, now).await?;
+            projection::link_if_free(tx, user_id, chat, now).await?;
         }
-        let to = projection::recipient(tx, user, &first, "").await?;
+        let to = projection::recipient(tx, user_id, &first, "").await?;
         let values = BTreeMap::from([("firstName".to_string(), to.first_name.clone())]);
         Ok(vec![self.message(
             Kind::UserWelcome,
@@ -205,8 +244,14 @@ impl Notifier {
     /// registration.created: a confirmed registration gets its ticket (the QR code of its
     /// check-in code); one awaiting payment is told its seat is held (until when, for a
     /// reservation) and how to confirm it, without a code: that comes with the payment.
-    async fn created(&self, tx: &Tx, event: &Envelope, now: DateTime<Utc>) -> Outcome {
-        let (participant, info) = registration(event, true)?;
+    async fn created(
+        &self,
+        tx: &Tx,
+        event: &Envelope,
+        registration: &Registration,
+        now: DateTime<Utc>,
+    ) -> Outcome {
+        let (participant, info) = participant_of(event, registration, true)?;
         // A confirmation that overtook the creation already sent the ticket: a "pay to
         // confirm" after it would be false.
         let state = projection::ticket_state(tx, participant.registration_id).await?;
@@ -216,9 +261,9 @@ impl Notifier {
         if state.is_some_and(|s| s.sent) {
             return Ok(Vec::new());
         }
-        let awaiting = match event.data["status"].as_str() {
-            Some("RESERVED") => Some(Kind::RegistrationReserved),
-            Some("PENDING") => Some(Kind::RegistrationPending),
+        let awaiting = match registration.status {
+            RegistrationStatus::Reserved => Some(Kind::RegistrationReserved),
+            RegistrationStatus::Pending => Some(Kind::RegistrationPending),
             _ => None,
         };
         let Some(kind) = awaiting else {
@@ -231,7 +276,7 @@ impl Notifier {
         let to =
             projection::recipient(tx, participant.user_id, &participant.first_name, "").await?;
         let mut values = self.values_for(&to, &facts);
-        if let Some(until) = time_at(&event.data, "expiresAt") {
+        if let Some(until) = registration.expires_at {
             let at = times::date(until, facts.zone, to.preferences.language);
             values.insert("expiresAt".into(), at);
         }
@@ -279,8 +324,14 @@ impl Notifier {
     /// registration.confirmed (a payment confirmed it, or took a free seat after its
     /// reservation ran out): the projection follows and the ticket goes out, once. Only the
     /// event service's word confirms a seat: a payment alone may come too late and be refunded.
-    async fn confirmed(&self, tx: &Tx, event: &Envelope, now: DateTime<Utc>) -> Outcome {
-        let (participant, info) = registration(event, true)?;
+    async fn confirmed(
+        &self,
+        tx: &Tx,
+        event: &Envelope,
+        registration: &Registration,
+        now: DateTime<Utc>,
+    ) -> Outcome {
+        let (participant, info) = participant_of(event, registration, true)?;
         projection::upsert_event(tx, &info, now).await?;
         projection::upsert_participant(tx, &participant, now).await?;
         let facts = info.facts(&self.public_url);
@@ -299,12 +350,13 @@ impl Notifier {
         &self,
         tx: &Tx,
         event: &Envelope,
+        registration: &Registration,
         kind: Kind,
         now: DateTime<Utc>,
     ) -> Outcome {
-        let (participant, info) = registration(event, false)?;
+        let (participant, info) = participant_of(event, registration, false)?;
         projection::upsert_event(tx, &info, now).await?;
-        if event.data["cancellationReason"].as_str() == Some(EVENT_CANCELLED) {
+        if registration.cancellation_reason.as_deref() == Some(EVENT_CANCELLED) {
             projection::cancel_event(tx, info.event_id, now).await?;
             return Ok(Vec::new());
         }
@@ -332,10 +384,20 @@ impl Notifier {
         &self,
         tx: &Tx,
         event: &Envelope,
+        state: &EventState,
         kind: Kind,
         now: DateTime<Utc>,
     ) -> Outcome {
-        let info = event_info(&event.data, event.tenant_id)?;
+        let info = EventInfo {
+            event_id: state.event_id,
+            tenant_id: event.tenant_id.unwrap_or(state.tenant_id),
+            title: state.title.clone(),
+            slug: state.slug.clone(),
+            starts_at: state.starts_at,
+            timezone: Some(state.timezone.clone()),
+            location_address: state.location_address.clone(),
+            location_url: state.location_url.clone(),
+        };
         projection::upsert_event(tx, &info, now).await?;
         if kind == Kind::EventCancelled {
             projection::cancel_event(tx, info.event_id, now).await?;
@@ -359,40 +421,22 @@ impl Notifier {
             .collect())
     }
 
-    /// payment.completed: the receipt (the ticket comes with registration.confirmed, when
-    /// the payment bought a seat).
-    async fn paid(&self, tx: &Tx, event: &Envelope) -> Outcome {
-        // A payment the event service reports as having bought nothing gets the refund notice
-        // instead (from refund.requested), not a receipt naming a door code.
-        if event.data["outcome"]
-            .as_str()
-            .is_some_and(|o| o != "CONFIRMED" && o != "SEAT_TAKEN")
-        {
-            return Ok(Vec::new());
-        }
-        self.about_money(tx, event, Kind::PaymentReceipt).await
-    }
-
-    /// refund.requested: the person learns their money goes back. A refund of a cancelled
-    /// event's ticket is left to the one event.cancelled notice.
-    async fn refund(&self, tx: &Tx, event: &Envelope) -> Outcome {
-        if event.data["reason"].as_str() == Some(EVENT_CANCELLED) {
-            return Ok(Vec::new());
-        }
-        self.about_money(tx, event, Kind::PaymentRefund).await
-    }
-
-    /// A message of `kind` about the amount a payment event names.
-    async fn about_money(&self, tx: &Tx, event: &Envelope, kind: Kind) -> Outcome {
-        let Some((p, to, mut values)) = self.about_payment(tx, event).await? else {
+    /// A message of `kind` (the receipt of payment.completed, the notice of refund.requested)
+    /// about the amount a payment event names, else the ticket's price.
+    async fn about_money(
+        &self,
+        tx: &Tx,
+        event: &Envelope,
+        registration: Uuid,
+        amount_cents: Option<i64>,
+        currency: Option<String>,
+        kind: Kind,
+    ) -> Outcome {
+        let Some((p, to, mut values)) = self.about_payment(tx, registration).await? else {
             return Err(format!("{} for a registration not known yet", event.event_type).into());
         };
-        let cents = event.data["amountCents"].as_i64().unwrap_or(p.price_cents);
-        let currency = event.data["currency"]
-            .as_str()
-            .map(str::to_string)
-            .or(p.currency.clone())
-            .unwrap_or_default();
+        let cents = amount_cents.unwrap_or(p.price_cents);
+        let currency = currency.or(p.currency.clone()).unwrap_or_default();
         values.insert("amount".into(), values::amount(cents, &currency));
         Ok(vec![self.message(
             kind,
@@ -409,7 +453,7 @@ impl Notifier {
     async fn about_payment(
         &self,
         tx: &Tx,
-        event: &Envelope,
+        registration: Uuid,
     ) -> Result<
         Option<(
             projection::Participant,
@@ -418,7 +462,6 @@ impl Notifier {
         )>,
         HandlerError,
     > {
-        let registration = uuid_at(&event.data, "registrationId")?;
         let Some(p) = projection::participant(tx, registration).await? else {
             return Ok(None);
         };
@@ -433,12 +476,17 @@ impl Notifier {
     /// waitlist.available: the offer, by the messenger where it reaches the person, else by
     /// mail (never both, never neither while either is possible). It is not silenced by the
     /// waitingList switch: the seat is held for them either way.
-    async fn waitlist(&self, tx: &Tx, event: &Envelope) -> Result<Planned, HandlerError> {
-        let user = UserId(uuid_at(&event.data, "userId")?);
-        let summary = &event.data["event"];
-        let event_id = uuid_at(&event.data, "eventId")?;
+    async fn waitlist(
+        &self,
+        tx: &Tx,
+        event: &Envelope,
+        offer: &WaitlistOffer,
+    ) -> Result<Planned, HandlerError> {
+        let user = offer.user_id;
+        let summary = &offer.event;
+        let event_id = offer.event_id;
         let to = projection::recipient(tx, user, "", "").await?;
-        let zone = match summary["timezone"].as_str() {
+        let zone = match summary.timezone.as_deref() {
             Some(name) => Zone::or_utc(name),
             // An announcement from before the zone was in the payload: the known event's.
             None => projection::event(tx, event_id)
@@ -447,8 +495,8 @@ impl Notifier {
                 .unwrap_or_default(),
         };
         let facts = EventFacts {
-            title: text_at(summary, "title"),
-            starts_at: time_at(summary, "startsAt"),
+            title: summary.title.clone(),
+            starts_at: Some(summary.starts_at),
             zone,
             location_address: None,
             location_url: None,
@@ -459,7 +507,7 @@ impl Notifier {
         };
         let lang = to.preferences.language;
         let mut values = self.values_for(&to, &facts);
-        if let Some(until) = time_at(&event.data, "expiresAt") {
+        if let Some(until) = offer.expires_at {
             values.insert("expiresAt".into(), times::date(until, zone, lang));
         }
         let message = self.message(
@@ -471,10 +519,7 @@ impl Notifier {
             None,
         );
         // The address given for this list, else the account's.
-        let email = match event.data["email"]
-            .as_str()
-            .filter(|e| !e.trim().is_empty())
-        {
+        let email = match offer.email.as_deref().filter(|e| !e.trim().is_empty()) {
             Some(given) => Some(given.to_string()),
             None => projection::email_of(tx, user).await?,
         };
@@ -514,22 +559,19 @@ impl Notifier {
     }
 }
 
-async fn rename(tx: &Tx, event: &Envelope, now: DateTime<Utc>) -> Outcome {
-    projection::upsert_user(tx, &user_info(&event.data)?, now).await?;
+async fn rename(tx: &Tx, user: &UserChanged, now: DateTime<Utc>) -> Outcome {
+    projection::upsert_user(tx, &user_info(user), now).await?;
     Ok(Vec::new())
 }
 
 /// A user from a user.registered / user.updated payload.
-fn user_info(data: &Value) -> Result<UserInfo, HandlerError> {
-    Ok(UserInfo {
-        user_id: UserId(uuid_at(data, "userId")?),
-        first_name: text_at(data, "firstName"),
-        last_name: text_at(data, "lastName"),
-        email: data["email"]
-            .as_str()
-            .filter(|e| !e.trim().is_empty())
-            .map(str::to_string),
-    })
+fn user_info(user: &UserChanged) -> UserInfo {
+    UserInfo {
+        user_id: user.user_id,
+        first_name: user.first_name.clone(),
+        last_name: user.last_name.clone(),
+        email: user.email.clone().filter(|e| !e.trim().is_empty()),
+    }
 }
 
 /// One warning per event for the people it could not reach (a fan-out to thousands without
@@ -552,66 +594,41 @@ fn warn_unlinked(event: &Envelope, messages: &[NewMessage]) {
     );
 }
 
-/// The registration and its event from a registration event's payload; `active` says whether
-/// it holds a seat after the event.
-fn registration(event: &Envelope, active: bool) -> Result<(Participant, EventInfo), HandlerError> {
-    let data = &event.data;
+/// The participant and its event from a registration event; `active` says whether it holds a
+/// seat after the event.
+fn participant_of(
+    event: &Envelope,
+    r: &Registration,
+    active: bool,
+) -> Result<(Participant, EventInfo), HandlerError> {
     let tenant = event
         .tenant_id
         .ok_or("registration event without tenantId")?;
-    let mut summary = data["event"].clone();
-    summary["eventId"] = data["eventId"].clone();
-    let info = event_info(&summary, Some(tenant))?;
+    let info = event_info(r.event_id, &r.event, tenant);
     let participant = Participant {
-        registration_id: uuid_at(data, "registrationId")?,
+        registration_id: r.registration_id,
         tenant_id: tenant,
         event_id: info.event_id,
-        user_id: UserId(uuid_at(data, "userId")?),
-        first_name: text_at(data, "firstName"),
-        confirmation_code: text_at(data, "confirmationCode"),
-        price_cents: data["priceCents"].as_i64().unwrap_or(0),
-        currency: data["currency"].as_str().map(str::to_string),
+        user_id: r.user_id,
+        first_name: r.first_name.clone(),
+        confirmation_code: r.confirmation_code.clone(),
+        price_cents: r.price_cents,
+        currency: Some(r.currency.clone()),
         active,
     };
     Ok((participant, info))
 }
 
-/// An event's details from an event payload (or a registration's event summary).
-fn event_info(data: &Value, tenant: Option<TenantId>) -> Result<EventInfo, HandlerError> {
-    let tenant = match tenant {
-        Some(t) => t,
-        None => TenantId(uuid_at(data, "tenantId")?),
-    };
-    Ok(EventInfo {
-        event_id: uuid_at(data, "eventId")?,
+/// An event's details from a registration's summary of it.
+fn event_info(event_id: Uuid, summary: &EventSummary, tenant: TenantId) -> EventInfo {
+    EventInfo {
+        event_id,
         tenant_id: tenant,
-        title: text_at(data, "title"),
-        slug: text_at(data, "slug"),
-        starts_at: time_at(data, "startsAt").ok_or("event payload without startsAt")?,
-        timezone: data["timezone"].as_str().map(str::to_string),
-        location_address: data["locationAddress"].as_str().map(str::to_string),
-        location_url: data["locationUrl"].as_str().map(str::to_string),
-    })
-}
-
-/// The template named like the event (all but registration.created, whose message is
-/// registration.confirmed).
-fn same_named(event: &Envelope) -> Result<Kind, HandlerError> {
-    Kind::parse(&event.event_type)
-        .ok_or_else(|| format!("no template for {}", event.event_type).into())
-}
-
-fn uuid_at(data: &Value, field: &str) -> Result<Uuid, HandlerError> {
-    data[field]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("payload without {field}").into())
-}
-
-fn text_at(data: &Value, field: &str) -> String {
-    data[field].as_str().unwrap_or_default().to_string()
-}
-
-fn time_at(data: &Value, field: &str) -> Option<DateTime<Utc>> {
-    data[field].as_str().and_then(|s| s.parse().ok())
+        title: summary.title.clone(),
+        slug: summary.slug.clone(),
+        starts_at: summary.starts_at,
+        timezone: summary.timezone.clone(),
+        location_address: summary.location_address.clone(),
+        location_url: summary.location_url.clone(),
+    }
 }

@@ -1,6 +1,7 @@
 //! Everything bilet keeps or sends: PostgreSQL (pool, migrations, tenant-scoped
 //! transactions), the transactional outbox and its relay, the broker (in-process or RabbitMQ),
-//! the consumer inbox that drops duplicates, and the idempotency-key store.
+//! the consumer inbox that drops duplicates, the idempotency-key store and the runner of
+//! periodic jobs.
 
 pub mod broker;
 pub mod db;
@@ -9,6 +10,7 @@ pub mod events;
 pub mod idempotency;
 pub mod identity;
 pub mod inbox;
+pub mod jobs;
 pub mod mail;
 pub mod media;
 pub mod notifications;

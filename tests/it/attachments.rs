@@ -266,7 +266,10 @@ async fn the_media_consumer_ignores_a_forged_cover_of_another_tenant() {
         "event.created",
         Some(TenantId(attacker_org.parse().unwrap())),
         None,
-        json!({"eventId": forged_event, "coverImageId": file}),
+        crate::support::event_data(
+            "event.created",
+            json!({"eventId": forged_event, "tenantId": attacker_org, "coverImageId": file}),
+        ),
     );
     ctx.broker().publish(&[forged]).await.unwrap();
     // An honest cover of the attacker's, applied after the forged event.

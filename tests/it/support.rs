@@ -198,3 +198,16 @@ pub async fn get(url: &str, lang: Option<&str>) -> Reply {
 pub fn redis_url() -> String {
     std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
+
+/// A valid payload of domain event `kind` with `fields` written over the contract's example
+/// (tests name only the fields they are about; the rest must still read).
+pub fn event_data(kind: &str, fields: serde_json::Value) -> serde_json::Value {
+    let kind = domain::contract::Kind::parse(kind).unwrap_or_else(|| panic!("no event {kind}"));
+    let mut data = domain::contract::samples::of(kind).to_data();
+    if let (Some(data), Some(fields)) = (data.as_object_mut(), fields.as_object()) {
+        for (k, v) in fields {
+            data.insert(k.clone(), v.clone());
+        }
+    }
+    data
+}

@@ -1,11 +1,15 @@
 //! The ClickHouse dialect over its HTTP interface (18.16 and later). Values in the SQL are
 //! ids and times bilet formats itself, never client text; properties travel as JSON rows.
+//! Rows come back as `JSONEachRow` and are read by column name into the structs below, so a
+//! reordered or added column cannot shift a figure into the wrong field.
 
 use super::Query;
 use crate::export::ExportRow;
 use crate::figures::{Counts, DayFigures, SourceFigures, TicketTypeFigures};
 use crate::record::Record;
 use chrono::{DateTime, Utc};
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -28,35 +32,149 @@ pub enum ClickHouseError {
     Shape(String),
 }
 
-const COUNTS: &str = "countIf(event_type = 'page.view'),
-    uniqExactIf(cityHash64(viewer), event_type = 'page.view'),
-    countIf(event_type = 'registration.started'),
-    countIf(event_type = 'registration.completed'),
-    countIf((event_type = 'registration.completed' AND status = 'CONFIRMED') OR event_type = 'payment.completed'),
-    countIf(event_type = 'checkin.completed')";
+/// The headline counts over the records, each named as [`CountsRow`] reads it. The aliases
+/// are no column names: ClickHouse lets an alias shadow a column in WHERE as well.
+const COUNTS: &str = "countIf(event_type = 'page.view') AS views,
+    uniqExactIf(cityHash64(viewer), event_type = 'page.view') AS unique_views,
+    countIf(event_type = 'registration.started') AS started,
+    countIf(event_type = 'registration.completed') AS registrations,
+    countIf((event_type = 'registration.completed' AND status = 'CONFIRMED') OR event_type = 'payment.completed') AS confirmed,
+    countIf(event_type = 'checkin.completed') AS checked_in";
 
-fn n(v: &Value) -> u64 {
-    match v {
-        Value::String(s) => s.parse().unwrap_or(0),
-        Value::Number(n) => n.as_u64().unwrap_or(0),
-        _ => 0,
+/// Asks for 64-bit integers as JSON numbers. ClickHouse (18.16 as well as today's) quotes
+/// them by default, since JavaScript cannot hold them; [`uint`] still reads either form, in
+/// case a server profile overrides the setting.
+const SETTINGS: [(&str, &str); 1] = [("output_format_json_quote_64bit_integers", "0")];
+
+/// Reads a `UInt64` given as a JSON number or as a quoted one.
+fn uint<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Uint {
+        Number(u64),
+        Quoted(String),
+    }
+    match Uint::deserialize(deserializer)? {
+        Uint::Number(n) => Ok(n),
+        Uint::Quoted(s) => s.parse().map_err(D::Error::custom),
     }
 }
 
-fn s(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_string()
+/// Whether a record is stored.
+#[derive(Deserialize)]
+struct Found {
+    #[serde(deserialize_with = "uint")]
+    found: u64,
 }
 
-fn counts_at(row: &[Value], at: usize) -> Counts {
-    let get = |i: usize| row.get(at + i).map(n).unwrap_or(0);
-    Counts {
-        views: get(0),
-        unique_views: get(1),
-        started: get(2),
-        registrations: get(3),
-        confirmed: get(4),
-        checked_in: get(5),
+/// The headline counts over the records ([`COUNTS`]).
+#[derive(Default, Deserialize)]
+struct CountsRow {
+    #[serde(deserialize_with = "uint")]
+    views: u64,
+    #[serde(deserialize_with = "uint")]
+    unique_views: u64,
+    #[serde(deserialize_with = "uint")]
+    started: u64,
+    #[serde(deserialize_with = "uint")]
+    registrations: u64,
+    #[serde(deserialize_with = "uint")]
+    confirmed: u64,
+    #[serde(deserialize_with = "uint")]
+    checked_in: u64,
+}
+
+impl From<CountsRow> for Counts {
+    fn from(r: CountsRow) -> Counts {
+        Counts {
+            views: r.views,
+            unique_views: r.unique_views,
+            started: r.started,
+            registrations: r.registrations,
+            confirmed: r.confirmed,
+            checked_in: r.checked_in,
+        }
     }
+}
+
+/// The headline counts of whole days, summed from the daily table (all but the distinct
+/// viewers, which only the records give).
+#[derive(Default, Deserialize)]
+struct DailySums {
+    #[serde(deserialize_with = "uint")]
+    views: u64,
+    #[serde(deserialize_with = "uint")]
+    started: u64,
+    #[serde(deserialize_with = "uint")]
+    registrations: u64,
+    #[serde(deserialize_with = "uint")]
+    confirmed: u64,
+    #[serde(deserialize_with = "uint")]
+    checked_in: u64,
+}
+
+/// The number of distinct viewers.
+#[derive(Default, Deserialize)]
+struct UniqueViews {
+    #[serde(deserialize_with = "uint")]
+    unique_views: u64,
+}
+
+/// The counts of one event of the organization.
+#[derive(Deserialize)]
+struct EventCountsRow {
+    event_id: String,
+    #[serde(flatten)]
+    counts: CountsRow,
+}
+
+/// One UTC day of the dashboard.
+#[derive(Deserialize)]
+struct DayRow {
+    /// `toString(day)`, named apart from the `day` column it is made of.
+    #[serde(rename = "utc_day")]
+    date: String,
+    #[serde(deserialize_with = "uint")]
+    views: u64,
+    #[serde(deserialize_with = "uint")]
+    registrations: u64,
+    #[serde(deserialize_with = "uint")]
+    checked_in: u64,
+}
+
+/// One ticket type of the dashboard.
+#[derive(Deserialize)]
+struct TicketTypeRow {
+    ticket_type: String,
+    #[serde(deserialize_with = "uint")]
+    registrations: u64,
+    #[serde(deserialize_with = "uint")]
+    checked_in: u64,
+}
+
+/// One traffic source of the dashboard.
+#[derive(Deserialize)]
+struct SourceRow {
+    source: String,
+    #[serde(deserialize_with = "uint")]
+    views: u64,
+    #[serde(deserialize_with = "uint")]
+    registrations: u64,
+}
+
+/// One record for export.
+#[derive(Deserialize)]
+struct ExportRecord {
+    id: String,
+    /// `toString(created_at)`, named apart from the column the page is ordered and cut by.
+    #[serde(rename = "created_text")]
+    created_at: String,
+    event_type: String,
+    event_id: String,
+    user_id: String,
+    ticket_type: String,
+    source: String,
+    properties: String,
 }
 
 fn time(t: DateTime<Utc>) -> String {
@@ -101,13 +219,10 @@ impl ClickHouseStore {
     }
 
     async fn run(&self, sql: String, body: Option<String>) -> Result<String, ClickHouseError> {
+        let request = self.client.post(&self.url).query(&SETTINGS);
         let request = match body {
-            Some(body) => self
-                .client
-                .post(&self.url)
-                .query(&[("query", sql)])
-                .body(body),
-            None => self.client.post(&self.url).body(sql),
+            Some(body) => request.query(&[("query", sql)]).body(body),
+            None => request.body(sql),
         };
         let response = request.send().await?;
         let status = response.status().as_u16();
@@ -143,11 +258,10 @@ impl ClickHouseStore {
 
     /// Whether the record is stored already (looked up through the table's sort key).
     pub async fn contains(&self, r: &Record) -> Result<bool, ClickHouseError> {
-        let rows = self
-            .data(format!(
-                "SELECT count() FROM {}.analytics_events
-                 WHERE tenant_id = '{}' AND event_id = '{}' AND event_type = '{}' AND id = '{}'
-                 FORMAT JSONCompact",
+        let rows: Vec<Found> = self
+            .select(format!(
+                "SELECT count() AS found FROM {}.analytics_events
+                 WHERE tenant_id = '{}' AND event_id = '{}' AND event_type = '{}' AND id = '{}'",
                 self.database,
                 r.tenant_id.as_uuid(),
                 r.event_id.map(|e| e.to_string()).unwrap_or_default(),
@@ -155,7 +269,7 @@ impl ClickHouseStore {
                 r.id
             ))
             .await?;
-        Ok(rows.first().and_then(|r| r.first()).map(n).unwrap_or(0) > 0)
+        Ok(rows.first().is_some_and(|r| r.found > 0))
     }
 
     /// Writes records as JSON rows.
@@ -190,93 +304,118 @@ impl ClickHouseStore {
         Ok(())
     }
 
-    /// Grouped counts: from the daily table when the period's ends fall on midnight (UTC),
-    /// where it gives exactly what the records would; from the records otherwise.
-    async fn grouped(
+    /// Grouped counts, one row per value of `key` (an expression and the name it is read
+    /// by), each of `counts` (a name and a condition) counted: from the daily table when the
+    /// period's ends fall on midnight (UTC), where it gives exactly what the records would;
+    /// from the records otherwise.
+    async fn grouped<T: DeserializeOwned>(
         &self,
         q: &Query,
-        key: &str,
-        counts: &[&str],
+        key: (&str, &str),
+        counts: &[(&str, &str)],
         types: &str,
-    ) -> Result<Vec<Vec<Value>>, ClickHouseError> {
+    ) -> Result<Vec<T>, ClickHouseError> {
+        let (expression, name) = key;
+        // `x AS x` is left out: older servers can take it for a cyclic alias.
+        let key = if expression == name {
+            name.to_string()
+        } else {
+            format!("{expression} AS {name}")
+        };
         if !whole_days(q) {
-            let select = std::iter::once(key.to_string())
-                .chain(counts.iter().map(|c| format!("countIf({c})")))
+            let select = std::iter::once(key)
+                .chain(
+                    counts
+                        .iter()
+                        .map(|(alias, c)| format!("countIf({c}) AS {alias}")),
+                )
                 .collect::<Vec<_>>()
                 .join(", ");
             return self
                 .rows(
                     q,
                     &select,
-                    &format!("AND event_type IN ({types}) GROUP BY {key} ORDER BY {key}"),
+                    &format!("AND event_type IN ({types}) GROUP BY {name} ORDER BY {name}"),
                 )
                 .await;
         }
         let (from, to) = q.period.bounds();
-        let select = std::iter::once(key.to_string())
-            .chain(counts.iter().map(|c| format!("sumIf(n, {c})")))
+        let select = std::iter::once(key)
+            .chain(
+                counts
+                    .iter()
+                    .map(|(alias, c)| format!("sumIf(n, {c}) AS {alias}")),
+            )
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
             "SELECT {select} FROM {}.analytics_daily WHERE tenant_id = '{}' {}
              AND day >= toDate({}) AND day < toDate({}) AND event_type IN ({types})
-             GROUP BY {key} ORDER BY {key} FORMAT JSONCompact",
+             GROUP BY {name} ORDER BY {name}",
             self.database,
             q.tenant.as_uuid(),
             event_filter(q),
             time(from),
             time(to)
         );
-        self.data(sql).await
+        self.select(sql).await
     }
 
-    async fn data(&self, sql: String) -> Result<Vec<Vec<Value>>, ClickHouseError> {
-        let answer: Value = serde_json::from_str(&self.run(sql, None).await?)
-            .map_err(|e| ClickHouseError::Shape(e.to_string()))?;
-        let data = answer["data"]
-            .as_array()
-            .ok_or_else(|| ClickHouseError::Shape("no data".into()))?;
-        Ok(data
-            .iter()
-            .map(|r| r.as_array().cloned().unwrap_or_default())
-            .collect())
+    /// Runs a SELECT (given without a FORMAT clause) and reads each row by column name.
+    async fn select<T: DeserializeOwned>(&self, sql: String) -> Result<Vec<T>, ClickHouseError> {
+        let answer = self.run(format!("{sql}\nFORMAT JSONEachRow"), None).await?;
+        answer
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .enumerate()
+            .map(|(i, line)| {
+                serde_json::from_str(line).map_err(|e| {
+                    ClickHouseError::Shape(format!(
+                        "row {i} as {}: {e}: {}",
+                        std::any::type_name::<T>(),
+                        line.chars().take(200).collect::<String>()
+                    ))
+                })
+            })
+            .collect()
     }
 
-    async fn rows(
+    /// The rows of `select` over the records of the query's organization, event and period.
+    async fn rows<T: DeserializeOwned>(
         &self,
         q: &Query,
         select: &str,
         tail: &str,
-    ) -> Result<Vec<Vec<Value>>, ClickHouseError> {
+    ) -> Result<Vec<T>, ClickHouseError> {
         let (from, to) = q.period.bounds();
         let sql = format!(
             "SELECT {select} FROM {}.analytics_events WHERE tenant_id = '{}' {}
-             AND created_at >= {} AND created_at < {} {tail} FORMAT JSONCompact",
+             AND created_at >= {} AND created_at < {} {tail}",
             self.database,
             q.tenant.as_uuid(),
             event_filter(q),
             time(from),
             time(to)
         );
-        self.data(sql).await
+        self.select(sql).await
     }
 
     /// Headline counts.
     pub async fn counts(&self, q: &Query) -> Result<Counts, ClickHouseError> {
         if !whole_days(q) {
-            let rows = self.rows(q, COUNTS, "").await?;
-            return Ok(rows.first().map(|r| counts_at(r, 0)).unwrap_or_default());
+            let rows: Vec<CountsRow> = self.rows(q, COUNTS, "").await?;
+            return Ok(rows.into_iter().next().unwrap_or_default().into());
         }
         // Whole days: the plain counts from the daily table, and only the page views read
         // for the exact number of distinct viewers.
         let (from, to) = q.period.bounds();
         let sums = format!(
-            "SELECT sumIf(n, event_type = 'page.view'), sumIf(n, event_type = 'registration.started'),
-                    sumIf(n, event_type = 'registration.completed'),
-                    sumIf(n, (event_type = 'registration.completed' AND status = 'CONFIRMED') OR event_type = 'payment.completed'),
-                    sumIf(n, event_type = 'checkin.completed')
-             FROM {}.analytics_daily WHERE tenant_id = '{}' {} AND day >= toDate({}) AND day < toDate({})
-             FORMAT JSONCompact",
+            "SELECT sumIf(n, event_type = 'page.view') AS views,
+                    sumIf(n, event_type = 'registration.started') AS started,
+                    sumIf(n, event_type = 'registration.completed') AS registrations,
+                    sumIf(n, (event_type = 'registration.completed' AND status = 'CONFIRMED') OR event_type = 'payment.completed') AS confirmed,
+                    sumIf(n, event_type = 'checkin.completed') AS checked_in
+             FROM {}.analytics_daily WHERE tenant_id = '{}' {} AND day >= toDate({}) AND day < toDate({})",
             self.database,
             q.tenant.as_uuid(),
             event_filter(q),
@@ -284,47 +423,47 @@ impl ClickHouseStore {
             time(to)
         );
         let (sums, unique) = tokio::try_join!(
-            self.data(sums),
-            self.rows(
+            self.select::<DailySums>(sums),
+            self.rows::<UniqueViews>(
                 q,
-                "uniqExact(cityHash64(viewer))",
+                "uniqExact(cityHash64(viewer)) AS unique_views",
                 "AND event_type = 'page.view'"
             )
         )?;
-        let get = |i: usize| sums.first().and_then(|r| r.get(i)).map(n).unwrap_or(0);
+        let sums = sums.into_iter().next().unwrap_or_default();
         Ok(Counts {
-            views: get(0),
-            unique_views: unique.first().and_then(|r| r.first()).map(n).unwrap_or(0),
-            started: get(1),
-            registrations: get(2),
-            confirmed: get(3),
-            checked_in: get(4),
+            views: sums.views,
+            unique_views: unique.into_iter().next().unwrap_or_default().unique_views,
+            started: sums.started,
+            registrations: sums.registrations,
+            confirmed: sums.confirmed,
+            checked_in: sums.checked_in,
         })
     }
 
     /// Per UTC day.
     pub async fn by_day(&self, q: &Query) -> Result<Vec<DayFigures>, ClickHouseError> {
-        let rows = self
+        let rows: Vec<DayRow> = self
             .grouped(
                 q,
-                "toString(day)",
+                ("toString(day)", "utc_day"),
                 &[
-                    "event_type = 'page.view'",
-                    "event_type = 'registration.completed'",
-                    "event_type = 'checkin.completed'",
+                    ("views", "event_type = 'page.view'"),
+                    ("registrations", "event_type = 'registration.completed'"),
+                    ("checked_in", "event_type = 'checkin.completed'"),
                 ],
                 "'page.view', 'registration.completed', 'checkin.completed'",
             )
             .await?;
-        rows.iter()
+        rows.into_iter()
             .map(|r| {
                 Ok(DayFigures {
-                    date: s(&r[0])
-                        .parse()
-                        .map_err(|e: chrono::ParseError| ClickHouseError::Shape(e.to_string()))?,
-                    views: n(&r[1]),
-                    registrations: n(&r[2]),
-                    checked_in: n(&r[3]),
+                    date: r.date.parse().map_err(|e: chrono::ParseError| {
+                        ClickHouseError::Shape(format!("day {:?}: {e}", r.date))
+                    })?,
+                    views: r.views,
+                    registrations: r.registrations,
+                    checked_in: r.checked_in,
                 })
             })
             .collect()
@@ -335,53 +474,53 @@ impl ClickHouseStore {
         &self,
         q: &Query,
     ) -> Result<Vec<TicketTypeFigures>, ClickHouseError> {
-        let rows = self
+        let rows: Vec<TicketTypeRow> = self
             .grouped(
                 q,
-                "ticket_type",
+                ("ticket_type", "ticket_type"),
                 &[
-                    "event_type = 'registration.completed'",
-                    "event_type = 'checkin.completed'",
+                    ("registrations", "event_type = 'registration.completed'"),
+                    ("checked_in", "event_type = 'checkin.completed'"),
                 ],
                 "'registration.completed', 'checkin.completed'",
             )
             .await?;
         Ok(rows
-            .iter()
+            .into_iter()
             .map(|r| TicketTypeFigures {
-                ticket_type_id: s(&r[0]),
-                registrations: n(&r[1]),
-                checked_in: n(&r[2]),
+                ticket_type_id: r.ticket_type,
+                registrations: r.registrations,
+                checked_in: r.checked_in,
             })
             .collect())
     }
 
     /// Per traffic source.
     pub async fn by_source(&self, q: &Query) -> Result<Vec<SourceFigures>, ClickHouseError> {
-        let rows = self
+        let rows: Vec<SourceRow> = self
             .grouped(
                 q,
-                "source",
+                ("source", "source"),
                 &[
-                    "event_type = 'page.view'",
-                    "event_type = 'registration.completed'",
+                    ("views", "event_type = 'page.view'"),
+                    ("registrations", "event_type = 'registration.completed'"),
                 ],
                 "'page.view', 'registration.completed'",
             )
             .await?;
         Ok(rows
-            .iter()
+            .into_iter()
             .map(|r| SourceFigures {
-                source: s(&r[0]),
-                views: n(&r[1]),
-                registrations: n(&r[2]),
+                source: r.source,
+                views: r.views,
+                registrations: r.registrations,
             })
             .collect())
     }
 
     /// Counts per event of the organization.
     pub async fn per_event(&self, q: &Query) -> Result<Vec<(Uuid, Counts)>, ClickHouseError> {
-        let rows = self
+        let rows: Vec<EventCountsRow> = self
             .rows(
                 q,
                 &format!("event_id, {COUNTS}"),
@@ -389,8 +528,8 @@ impl ClickHouseStore {
             )
             .await?;
         Ok(rows
-            .iter()
-            .filter_map(|r| Some((s(&r[0]).parse().ok()?, counts_at(r, 1))))
+            .into_iter()
+            .filter_map(|r| Some((r.event_id.parse().ok()?, r.counts.into())))
             .collect())
     }
 
@@ -408,28 +547,33 @@ impl ClickHouseStore {
             ),
             None => String::new(),
         };
-        let rows = self
+        let rows: Vec<ExportRecord> = self
             .rows(
                 q,
-                "id, toString(created_at), event_type, event_id, user_id, ticket_type, source, properties",
+                "id, toString(created_at) AS created_text, event_type, event_id, user_id, ticket_type, source, properties",
                 &format!("{after} ORDER BY created_at, id LIMIT {limit}"),
             )
             .await?;
-        let uuid = |v: &Value| s(v).parse::<Uuid>().ok();
-        rows.iter()
+        // Empty strings stand for "none" in the table (18.16 cannot sort by a nullable).
+        let uuid = |v: &str| v.parse::<Uuid>().ok();
+        rows.into_iter()
             .map(|r| {
-                let created = chrono::NaiveDateTime::parse_from_str(&s(&r[1]), "%Y-%m-%d %H:%M:%S")
-                    .map_err(|e| ClickHouseError::Shape(e.to_string()))?
-                    .and_utc();
-                let properties: Value = serde_json::from_str(&s(&r[7])).unwrap_or(Value::Null);
+                let created =
+                    chrono::NaiveDateTime::parse_from_str(&r.created_at, "%Y-%m-%d %H:%M:%S")
+                        .map_err(|e| {
+                            ClickHouseError::Shape(format!("created_at {:?}: {e}", r.created_at))
+                        })?
+                        .and_utc();
+                let properties: Value = serde_json::from_str(&r.properties).unwrap_or(Value::Null);
                 Ok(ExportRow {
-                    id: uuid(&r[0]).ok_or_else(|| ClickHouseError::Shape("id".into()))?,
+                    id: uuid(&r.id)
+                        .ok_or_else(|| ClickHouseError::Shape(format!("id {:?}", r.id)))?,
                     created_at: created,
-                    event_type: s(&r[2]),
-                    event_id: uuid(&r[3]),
-                    user_id: uuid(&r[4]),
-                    ticket_type: s(&r[5]),
-                    source: s(&r[6]),
+                    event_type: r.event_type,
+                    event_id: uuid(&r.event_id),
+                    user_id: uuid(&r.user_id),
+                    ticket_type: r.ticket_type,
+                    source: r.source,
                     properties: properties.to_string(),
                 })
             })
@@ -458,5 +602,58 @@ impl ClickHouseStore {
         )
         .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_read_by_name_whatever_the_order_and_quoting() {
+        // 18.16 quotes 64-bit integers unless told not to; either form reads the same.
+        let quoted: EventCountsRow = serde_json::from_str(
+            r#"{"checked_in":"6","confirmed":"5","registrations":"4","started":"3",
+                "unique_views":"2","views":"1","event_id":"x"}"#,
+        )
+        .unwrap();
+        let plain: EventCountsRow = serde_json::from_str(
+            r#"{"event_id":"x","views":1,"unique_views":2,"started":3,"registrations":4,
+                "confirmed":5,"checked_in":6}"#,
+        )
+        .unwrap();
+        for row in [quoted, plain] {
+            assert_eq!(row.event_id, "x");
+            let c = Counts::from(row.counts);
+            assert_eq!(
+                [
+                    c.views,
+                    c.unique_views,
+                    c.started,
+                    c.registrations,
+                    c.confirmed,
+                    c.checked_in
+                ],
+                [1, 2, 3, 4, 5, 6]
+            );
+        }
+        let day: DayRow = serde_json::from_str(
+            r#"{"views":"7","utc_day":"2026-11-20","checked_in":0,"registrations":"1"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (day.date.as_str(), day.views, day.registrations, day.checked_in),
+            ("2026-11-20", 7, 1, 0)
+        );
+    }
+
+    #[test]
+    fn a_missing_column_or_a_non_number_is_an_error() {
+        assert!(serde_json::from_str::<SourceRow>(r#"{"source":"ads","views":"1"}"#).is_err());
+        assert!(
+            serde_json::from_str::<Found>(r#"{"found":"many"}"#).is_err(),
+            "not a count"
+        );
+        assert!(serde_json::from_str::<Found>(r#"{"found":-1}"#).is_err());
     }
 }

@@ -11,7 +11,10 @@ use axum::extract::{Request, State};
 use axum::response::IntoResponse;
 use domain::config::{Config, Service, ServiceAddr};
 use domain::envelope::Envelope;
-use domain::ids::TenantId;
+use domain::contract::DomainEvent;
+use domain::contract::events::EventState;
+use domain::events::lifecycle::EventStatus;
+use domain::ids::{TenantId, UserId};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -164,12 +167,25 @@ async fn main() -> anyhow::Result<()> {
             String::new()
         }
     );
-    let cancelled = Envelope::new(
-        "event.cancelled",
+    let cancelled = Envelope::of(
+        &DomainEvent::EventCancelled(EventState {
+            event_id: event,
+            tenant_id: tenant,
+            organizer_id: UserId::new(),
+            group_id: None,
+            title: "Bench".into(),
+            slug: "bench".into(),
+            status: EventStatus::Cancelled,
+            starts_at: starts,
+            ends_at: None,
+            timezone: "UTC".into(),
+            location_type: None,
+            location_address: Some("Main st. 1".into()),
+            location_url: None,
+            cover_image_id: None,
+        }),
         Some(tenant),
         None,
-        json!({"eventId": event, "tenantId": tenant, "title": "Bench", "slug": "bench",
-               "startsAt": starts, "locationAddress": "Main st. 1", "status": "CANCELLED"}),
     );
     let started = Instant::now();
     node.state

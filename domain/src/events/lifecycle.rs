@@ -1,7 +1,8 @@
 //! The event state machine: DRAFT → PUBLISHED (only with a future start) ⇄ DRAFT; DRAFT or
 //! PUBLISHED → CANCELLED; PUBLISHED → COMPLETED. CANCELLED and COMPLETED are final.
 
-use crate::error::{ErrorCode, Refusal};
+use super::refusals::EventRefusal;
+use crate::error::Refusal;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
@@ -60,22 +61,14 @@ impl EventStatus {
         use EventStatus::*;
         match (self, action) {
             (Draft, Publish) if starts_at > now => Ok(Published),
-            (Draft, Publish) => Err(Refusal::with(
-                ErrorCode::BusinessRule,
-                "Опубликовать можно только событие, которое ещё не началось",
-                "Only an event that has not started yet can be published",
-            )),
+            (Draft, Publish) => Err(Refusal::from(EventRefusal::PublishAfterStart)),
             (Published, Unpublish) => Ok(Draft),
             (Draft | Published, Cancel) => Ok(Cancelled),
             // Cancelling twice (a retried request) leaves it as it is.
             (Cancelled, Cancel) => Ok(Cancelled),
             (Published, Complete) => Ok(Completed),
             (from, _) if from.is_final() => Err(final_state()),
-            _ => Err(Refusal::with(
-                ErrorCode::BusinessRule,
-                "Это действие недоступно в текущем статусе события",
-                "This action is not available in the event's current status",
-            )),
+            _ => Err(Refusal::from(EventRefusal::ActionUnavailable)),
         }
     }
 }
@@ -88,11 +81,16 @@ pub fn completes_at(starts_at: DateTime<Utc>, ends_at: Option<DateTime<Utc>>) ->
 
 /// The refusal for any change to a final event.
 pub fn final_state() -> Refusal {
-    Refusal::with(
-        ErrorCode::BusinessRule,
-        "Отменённое или завершённое событие изменить нельзя",
-        "A cancelled or completed event cannot be changed",
-    )
+    Refusal::from(EventRefusal::FinalState)
+}
+
+/// Whether an event in `status` may be deleted: a published one must be cancelled first, so
+/// its participants are told.
+pub fn may_delete(status: EventStatus) -> Result<(), Refusal> {
+    match status {
+        EventStatus::Published => Err(Refusal::from(EventRefusal::PublishedNotDeletable)),
+        _ => Ok(()),
+    }
 }
 
 impl FromStr for EventStatus {
@@ -182,6 +180,17 @@ mod tests {
                     "{last:?} is final"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn only_an_unpublished_event_is_deleted() {
+        assert_eq!(
+            may_delete(Published),
+            Err(Refusal::from(EventRefusal::PublishedNotDeletable))
+        );
+        for status in [Draft, Cancelled, Completed] {
+            assert_eq!(may_delete(status), Ok(()), "{status:?}");
         }
     }
 

@@ -2,7 +2,9 @@
 //! provider's webhook. A payment never disappears: it confirms the registration it was for,
 //! takes a free seat when its reservation ran out, or asks for a refund.
 
+use super::refusals::EventRefusal;
 use super::registrations::RegistrationStatus;
+use crate::error::Refusal;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
@@ -39,7 +41,8 @@ impl PaymentKind {
 }
 
 /// How a payment reached bilet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum Channel {
     /// A payment event on the broker.
     Broker,
@@ -61,7 +64,9 @@ impl Channel {
 }
 
 /// What a payment did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum PaymentOutcome {
     /// A registration awaiting payment is confirmed.
@@ -164,6 +169,24 @@ pub fn cancellation_reason(kind: PaymentKind) -> &'static str {
     }
 }
 
+/// What an organizer taking cash does to a registration in `status`: it confirms what awaits
+/// payment, takes a free seat for a reservation that ran out, and changes nothing for a
+/// registration already paid (a second click is not a second payment); without a seat it is
+/// refused, since the money is still in the organizer's hand.
+pub fn manual_effect(
+    status: RegistrationStatus,
+    chance: SeatChance,
+) -> Result<PaymentOutcome, Refusal> {
+    use RegistrationStatus::*;
+    match status {
+        Confirmed | CheckedIn => Ok(PaymentOutcome::NoChange),
+        _ => match effect(PaymentKind::Completed, status, chance, true) {
+            PaymentOutcome::RefundRequested => Err(Refusal::from(EventRefusal::NoSeatForCash)),
+            outcome => Ok(outcome),
+        },
+    }
+}
+
 /// How old a webhook signature may be.
 pub const SIGNATURE_TOLERANCE_SECONDS: i64 = 300;
 
@@ -250,6 +273,22 @@ mod tests {
         seat_free: true,
         registered_otherwise: false,
     };
+
+    #[test]
+    fn cash_confirms_once_and_never_without_a_seat() {
+        let full = SeatChance {
+            seat_free: false,
+            ..OPEN
+        };
+        assert_eq!(manual_effect(Pending, OPEN), Ok(PaymentOutcome::Confirmed));
+        assert_eq!(manual_effect(Confirmed, OPEN), Ok(PaymentOutcome::NoChange));
+        assert_eq!(manual_effect(Expired, OPEN), Ok(PaymentOutcome::SeatTaken));
+        assert_eq!(
+            manual_effect(Expired, full),
+            Err(Refusal::from(EventRefusal::NoSeatForCash))
+        );
+        assert!(manual_effect(Cancelled, full).is_err());
+    }
 
     #[test]
     fn a_completed_payment_confirms_or_takes_a_free_seat_or_asks_for_a_refund() {

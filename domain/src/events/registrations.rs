@@ -1,7 +1,9 @@
 //! Registration rules: the status a registration starts in, which statuses hold a seat,
 //! what can be cancelled or checked in, and confirmation codes.
 
-use crate::error::{ErrorCode, Refusal};
+use super::refusals::EventRefusal;
+use crate::error::Refusal;
+use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -32,6 +34,17 @@ pub enum Seat {
     Reserved,
     /// Holds no seat.
     None,
+}
+
+impl Seat {
+    /// What the seat adds to its ticket type's counts: (sold, reserved).
+    pub fn counts(self) -> (i32, i32) {
+        match self {
+            Seat::Sold => (1, 0),
+            Seat::Reserved => (0, 1),
+            Seat::None => (0, 0),
+        }
+    }
 }
 
 impl RegistrationStatus {
@@ -71,20 +84,31 @@ impl RegistrationStatus {
         }
     }
 
+    /// When a new registration in this status runs out: only a reservation, and only when
+    /// its type holds reservations for some minutes; anything else waits without a timer.
+    pub fn deadline(
+        self,
+        reservation_minutes: Option<i32>,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        match self {
+            Self::Reserved => reservation_minutes.map(|m| now + Duration::minutes(m.into())),
+            _ => None,
+        }
+    }
+
+    /// Whether a registration that runs out at `expires_at` has run out at `now`: only a
+    /// reservation does, at its deadline.
+    pub fn lapsed(self, expires_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+        self == Self::Reserved && expires_at.is_some_and(|e| e <= now)
+    }
+
     /// Whether a check-in is allowed, or why not.
     pub fn check_in(self) -> Result<RegistrationStatus, Refusal> {
         match self {
             Self::Confirmed => Ok(Self::CheckedIn),
-            Self::CheckedIn => Err(Refusal::with(
-                ErrorCode::Conflict,
-                "Участник уже отмечен на входе",
-                "The participant has already checked in",
-            )),
-            _ => Err(Refusal::with(
-                ErrorCode::BusinessRule,
-                "Отметить можно только подтверждённую регистрацию",
-                "Only a confirmed registration can be checked in",
-            )),
+            Self::CheckedIn => Err(Refusal::from(EventRefusal::AlreadyCheckedIn)),
+            _ => Err(Refusal::from(EventRefusal::CheckInNotConfirmed)),
         }
     }
 
@@ -95,11 +119,9 @@ impl RegistrationStatus {
         match (self, by) {
             (Self::Reserved | Self::Pending | Self::Confirmed, _) => Ok(Some(Self::Cancelled)),
             (Self::CheckedIn, Canceller::Organizer) => Ok(Some(Self::Cancelled)),
-            (Self::CheckedIn, Canceller::Participant) => Err(Refusal::with(
-                ErrorCode::BusinessRule,
-                "После входа регистрацию может отменить только организатор",
-                "After check-in only an organizer can cancel the registration",
-            )),
+            (Self::CheckedIn, Canceller::Participant) => {
+                Err(Refusal::from(EventRefusal::CheckedInOrganizerOnly))
+            }
             (Self::Cancelled | Self::Expired, _) => Ok(None),
         }
     }
@@ -143,6 +165,13 @@ pub fn confirmation_code(random: [u8; 8]) -> String {
         .collect()
 }
 
+/// A confirmation code as door staff typed it, trimmed and upper-cased; `None` when it cannot
+/// be one (8 Latin letters or digits).
+pub fn typed_code(raw: &str) -> Option<String> {
+    let code = raw.trim().to_uppercase();
+    (code.len() == 8 && code.chars().all(|c| c.is_ascii_alphanumeric())).then_some(code)
+}
+
 /// How a participant checks in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -166,6 +195,7 @@ impl CheckInMethod {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
     use RegistrationStatus::*;
 
     #[test]
@@ -176,6 +206,33 @@ mod tests {
         assert_eq!(Confirmed.seat(), Seat::Sold);
         assert_eq!(Pending.seat(), Seat::Reserved);
         assert!(!Expired.is_active() && CheckedIn.is_active());
+    }
+
+    #[test]
+    fn seats_count_on_their_ticket_type() {
+        assert_eq!(Confirmed.seat().counts(), (1, 0));
+        assert_eq!(Pending.seat().counts(), (0, 1));
+        assert_eq!(Expired.seat().counts(), (0, 0));
+    }
+
+    #[test]
+    fn only_a_reservation_runs_out() {
+        let now = Utc::now();
+        assert_eq!(Reserved.deadline(Some(15), now), Some(now + Duration::minutes(15)));
+        assert_eq!(Reserved.deadline(None, now), None);
+        assert_eq!(Confirmed.deadline(Some(15), now), None);
+        assert!(Reserved.lapsed(Some(now), now));
+        assert!(!Reserved.lapsed(Some(now + Duration::seconds(1)), now));
+        assert!(!Reserved.lapsed(None, now));
+        assert!(!Confirmed.lapsed(Some(now), now), "paid meanwhile");
+    }
+
+    #[test]
+    fn typed_codes_are_normalized() {
+        assert_eq!(typed_code(" ab3k9xyz ").as_deref(), Some("AB3K9XYZ"));
+        assert_eq!(typed_code("AB3K9XY"), None);
+        assert_eq!(typed_code("AB3K-9XY"), None);
+        assert_eq!(typed_code("АВ3К9ХУZ"), None, "Cyrillic look-alikes");
     }
 
     #[test]

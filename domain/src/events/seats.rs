@@ -3,6 +3,7 @@
 //! idempotency key, so a retry gets the same answer).
 
 use super::lifecycle::EventStatus;
+use super::refusals::EventRefusal;
 use crate::error::{ErrorCode, Refusal};
 use chrono::{DateTime, Utc};
 use std::str::FromStr;
@@ -35,21 +36,9 @@ impl SeatRefusal {
     pub fn refusal(self) -> Refusal {
         match self {
             Self::SoldOut => Refusal::new(ErrorCode::SoldOut),
-            Self::AlreadyRegistered => Refusal::with(
-                ErrorCode::Conflict,
-                "Вы уже зарегистрированы на это событие",
-                "You are already registered for this event",
-            ),
-            Self::NotOnSale => Refusal::with(
-                ErrorCode::BusinessRule,
-                "Продажа этого типа билета закрыта",
-                "This ticket type is not on sale now",
-            ),
-            Self::NotPublished => Refusal::with(
-                ErrorCode::BusinessRule,
-                "Событие не принимает регистрации",
-                "The event does not take registrations",
-            ),
+            Self::AlreadyRegistered => Refusal::from(EventRefusal::AlreadyRegistered),
+            Self::NotOnSale => Refusal::from(EventRefusal::NotOnSale),
+            Self::NotPublished => Refusal::from(EventRefusal::NotTakingRegistrations),
         }
     }
 }

@@ -79,9 +79,34 @@ pub fn is_valid(slug: &str) -> bool {
         && !slug.ends_with('-')
 }
 
+/// How many slugs an event's creation tries before giving up with a conflict.
+pub const ATTEMPTS: usize = 8;
+
+/// The slug to try at the `attempt`-th insert (from 0): a slug the organizer chose is tried
+/// once, as it is, and must be free; a generated one gets the random `suffix` after its first
+/// try, until a free one is found. `None`: stop trying.
+pub fn candidate(base: &str, chosen: bool, attempt: usize, suffix: &str) -> Option<String> {
+    match (attempt, chosen) {
+        (0, _) => Some(base.to_string()),
+        (_, true) => None,
+        (_, false) => Some(format!("{base}-{suffix}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chosen_slug_is_tried_once_and_a_generated_one_gets_a_suffix() {
+        assert_eq!(candidate("gala", true, 0, "a1b2c3").as_deref(), Some("gala"));
+        assert_eq!(candidate("gala", true, 1, "a1b2c3"), None);
+        assert_eq!(candidate("gala", false, 0, "a1b2c3").as_deref(), Some("gala"));
+        assert_eq!(
+            candidate("gala", false, 1, "a1b2c3").as_deref(),
+            Some("gala-a1b2c3")
+        );
+    }
 
     #[test]
     fn cyrillic_is_transliterated() {

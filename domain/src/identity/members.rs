@@ -1,23 +1,16 @@
 //! Who may change which member of an organization. Exactly one OWNER, who cannot be demoted
 //! or removed; only the OWNER assigns roles; ownership is not transferable.
 
-use crate::error::{ErrorCode, Refusal};
+use super::refusals::IdentityRefusal;
+use crate::error::Refusal;
 use crate::roles::Role;
 
 fn owner_is_fixed() -> Refusal {
-    Refusal::with(
-        ErrorCode::BusinessRule,
-        "Роль владельца нельзя изменить, а владельца нельзя удалить",
-        "The owner's role cannot be changed and the owner cannot be removed",
-    )
+    Refusal::from(IdentityRefusal::OwnerIsFixed)
 }
 
 fn one_owner() -> Refusal {
-    Refusal::with(
-        ErrorCode::BusinessRule,
-        "В организации может быть только один владелец",
-        "An organization has exactly one owner",
-    )
+    Refusal::from(IdentityRefusal::OneOwner)
 }
 
 /// Whether `caller` may set `target`'s role (currently `target_role`) to `new_role`.
@@ -58,6 +51,7 @@ pub fn may_invite_as(role: Role) -> Result<(), Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
     use Role::*;
 
     #[test]

@@ -7,6 +7,7 @@ pub mod mail_request;
 pub mod mails;
 pub mod members;
 pub mod messenger;
+pub mod refusals;
 pub mod requests;
 pub mod rules;
 pub mod tokens;

@@ -4,8 +4,9 @@
 
 pub mod attachable;
 pub mod links;
+pub mod refusals;
 
-use chrono::{DateTime, Duration, NaiveTime, Utc};
+use chrono::{Duration, NaiveTime};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -293,16 +294,12 @@ impl FromStr for Attachment {
     }
 }
 
-/// The next daily cleanup run (03:00 UTC) strictly after `now`.
-pub fn next_cleanup(now: DateTime<Utc>) -> DateTime<Utc> {
-    let three = NaiveTime::from_hms_opt(3, 0, 0).unwrap_or_default();
-    let today = now.date_naive().and_time(three).and_utc();
-    if today > now {
-        today
-    } else {
-        today + Duration::days(1)
-    }
-}
+/// When the daily cleanup of unattached files runs, in UTC.
+pub const CLEANUP_AT: NaiveTime = match NaiveTime::from_hms_opt(3, 0, 0) {
+    Some(t) => t,
+    // Not reached: 03:00:00 is a valid time of day.
+    None => NaiveTime::MIN,
+};
 
 #[cfg(test)]
 mod tests {
@@ -381,19 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn cleanup_runs_daily_at_three() {
-        let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
-        assert_eq!(
-            next_cleanup(at("2026-11-22T02:59:59Z")),
-            at("2026-11-22T03:00:00Z")
-        );
-        assert_eq!(
-            next_cleanup(at("2026-11-22T03:00:00Z")),
-            at("2026-11-23T03:00:00Z")
-        );
-        assert_eq!(
-            next_cleanup(at("2026-11-22T18:00:00Z")),
-            at("2026-11-23T03:00:00Z")
-        );
+    fn cleanup_runs_at_three() {
+        assert_eq!(CLEANUP_AT, NaiveTime::from_hms_opt(3, 0, 0).unwrap());
     }
 }

@@ -6,6 +6,7 @@
 pub mod commands;
 pub mod delivery;
 pub mod mails;
+pub mod refusals;
 pub mod replies;
 pub mod templates;
 pub mod times;

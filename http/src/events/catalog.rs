@@ -12,13 +12,14 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use domain::config::Service;
 use domain::events::lifecycle::{Action, EventStatus};
+use domain::events::patch::EventPatch;
 use domain::events::{slug, validation};
 use domain::ids::TenantId;
 use domain::media::attachable::Holder;
 use domain::paging::Page;
 use domain::validation::{FieldError, FieldErrors};
 use serde::Deserialize;
-use storage::events::catalog::{self as events, EventChange, EventFilter, NewEvent};
+use storage::events::catalog::{self as events, EventFilter, NewEvent};
 use uuid::Uuid;
 
 /// Filters of the event list.
@@ -210,7 +211,7 @@ pub async fn update(
     if let Some(Some(cover)) = body.cover_image_id {
         require_cover(&state, tenant, cover).await?;
     }
-    let change = EventChange {
+    let change = EventPatch {
         title: body.title.map(|t| t.trim().to_string()),
         description: body.description,
         group_id: body.group_id,

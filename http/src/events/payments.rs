@@ -11,9 +11,9 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use domain::ErrorCode;
 use domain::events::payments::{Channel, PaymentKind, PaymentOutcome, verify_signature};
-use domain::i18n::Text;
+use domain::error::Refusal;
+use domain::events::refusals::{EventFieldText, EventRefusal};
 use domain::validation::{FieldError, FieldErrors};
 use serde::{Deserialize, Serialize};
 use storage::Scope;
@@ -104,10 +104,7 @@ fn check_amount(errors: &mut FieldErrors, amount: Option<i64>, currency: Option<
     {
         errors.add(
             "currency",
-            FieldError::Invalid(Text {
-                ru: "Код валюты ISO 4217 из трёх заглавных букв",
-                en: "An ISO 4217 code of three capital letters",
-            }),
+            FieldError::from(EventFieldText::CurrencyCode),
         );
     }
 }
@@ -133,12 +130,7 @@ pub async fn webhook(
         .as_ref()
         .filter(|s| !s.expose().is_empty())
     else {
-        return Err(
-            ApiError::new(ErrorCode::ServiceUnavailable).with_text(Text {
-                ru: "Приём платежей не настроен",
-                en: "The payment webhook is not configured",
-            }),
-        );
+        return Err(Refusal::from(EventRefusal::PaymentsNotConfigured).into());
     };
     let signature = headers.get(SIGNATURE).and_then(|v| v.to_str().ok());
     // The signature's time is compared with the wall clock: it is the provider's clock.
@@ -148,11 +140,7 @@ pub async fn webhook(
         &body,
         chrono::Utc::now().timestamp(),
     ) {
-        return Err(ApiError::new(ErrorCode::Unauthorized)
-            .with_text(Text {
-                ru: "Подпись платёжного уведомления недействительна",
-                en: "The payment notification's signature is not valid",
-            })
+        return Err(ApiError::from(Refusal::from(EventRefusal::PaymentSignatureInvalid))
             .with_details(serde_json::json!({"reason": why.to_string()})));
     }
     let request: WebhookRequest = parse_json(&body)?;

@@ -14,7 +14,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use domain::error::ErrorCode;
 use domain::events::lifecycle::ParticipantsVisibility;
-use domain::events::registrations::{CheckInMethod, RegistrationStatus};
+use domain::events::refusals::EventFieldText;
+use domain::events::registrations::{CheckInMethod, RegistrationStatus, typed_code};
 use domain::identity::rules;
 use domain::paging::Page;
 use domain::roles::Role;
@@ -156,10 +157,7 @@ async fn answer(
             match ticket_type {
                 None => Err(ApiError::field(
                     "ticketTypeId",
-                    FieldError::Invalid(domain::i18n::Text {
-                        ru: "Такого типа билета у события нет",
-                        en: "The event has no such ticket type",
-                    }),
+                    FieldError::from(EventFieldText::NoSuchTicketType),
                 )),
                 Some(_) => Err(ApiError::new(ErrorCode::NotFound)),
             }
@@ -317,13 +315,8 @@ pub async fn check_in_by_code(
     Json(body): Json<CodeCheckInRequest>,
 ) -> Result<Json<RegistrationDto>, ApiError> {
     let (tenant, staff) = organizer(&caller)?;
-    let code = body.confirmation_code.trim().to_uppercase();
-    if code.len() != 8 || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(ApiError::field(
-            "confirmationCode",
-            FieldError::InvalidFormat,
-        ));
-    }
+    let code = typed_code(&body.confirmation_code)
+        .ok_or_else(|| ApiError::field("confirmationCode", FieldError::InvalidFormat))?;
     let method = body.method.unwrap_or(CheckInMethod::Manual);
     let target = CheckInTarget::Code {
         event: event_id,

@@ -7,8 +7,7 @@ use crate::extract::{Json, Path};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
-use domain::error::{ErrorCode, Refusal};
-use domain::events::lifecycle::EventStatus;
+use domain::events::waitlist::takes_entries;
 use domain::identity::rules;
 use domain::validation::FieldErrors;
 use serde::Deserialize;
@@ -43,14 +42,7 @@ pub async fn join(
         .map(|e| rules::normalize_email(&mut errors, "email", e));
     errors.into_result()?;
     let event = catalog::get(&state.db, caller.scope(), event_id).await?;
-    if event.status != EventStatus::Published {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Событие не принимает регистрации",
-            "The event does not take registrations",
-        )
-        .into());
-    }
+    takes_entries(event.status)?;
     ticket_types::get(&state.db, caller.scope(), event_id, body.ticket_type_id).await?;
     let entry = waitlist::join(
         &state.db,

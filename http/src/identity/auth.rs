@@ -13,7 +13,8 @@ use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use domain::error::{ErrorCode, Refusal};
-use domain::i18n::{Lang, Text};
+use domain::i18n::Lang;
+use domain::identity::refusals::IdentityRefusal;
 use domain::identity::{limits, messenger, rules};
 use domain::roles::Role;
 use domain::validation::{FieldError, FieldErrors};
@@ -164,12 +165,7 @@ pub async fn messenger_sign_in(
     Json(payload): Json<BTreeMap<String, serde_json::Value>>,
 ) -> Result<(StatusCode, Json<AuthResponse>), ApiError> {
     let Some(bot_token) = state.config.messenger.bot_token.as_ref() else {
-        return Err(
-            ApiError::new(ErrorCode::ServiceUnavailable).with_text(Text {
-                ru: "Вход через мессенджер не настроен",
-                en: "Messenger sign-in is not configured",
-            }),
-        );
+        return Err(Refusal::from(IdentityRefusal::MessengerNotConfigured).into());
     };
     let mut fields = BTreeMap::new();
     for (key, value) in payload {
@@ -203,17 +199,10 @@ pub async fn messenger_sign_in(
         limits::messenger_auth_max_age(),
     )
     .map_err(|e| {
-        let text = match e {
-            messenger::WidgetError::Stale => Text {
-                ru: "Данные входа устарели, войдите снова",
-                en: "The sign-in data is too old, sign in again",
-            },
-            _ => Text {
-                ru: "Подпись данных входа неверна",
-                en: "The sign-in data signature is invalid",
-            },
-        };
-        ApiError::new(ErrorCode::Unauthorized).with_text(text)
+        ApiError::from(Refusal::from(match e {
+            messenger::WidgetError::Stale => IdentityRefusal::MessengerDataStale,
+            _ => IdentityRefusal::MessengerSignatureInvalid,
+        }))
     })?;
     let name = |key: &str| {
         fields
@@ -332,11 +321,7 @@ async fn mail_request(
     let email = rules::normalize_email(&mut errors, "email", raw_email);
     errors.into_result()?;
     if !mail_tokens::request(&state.db, &email, kind, lang, state.clock.now()).await? {
-        let mut error = ApiError::from(Refusal::with(
-            ErrorCode::RateLimitExceeded,
-            "Слишком много писем на этот адрес, повторите через час",
-            "Too many mails to this address, try again in an hour",
-        ));
+        let mut error = ApiError::from(Refusal::from(IdentityRefusal::TooManyMails));
         error.retry_after = Some(limits::mail_window().num_seconds() as u64);
         return Err(error);
     }

@@ -9,10 +9,10 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use crate::trust::Trust;
 use axum::http::{HeaderMap, Method};
-use domain::ErrorCode;
 use domain::config::Service;
-use domain::i18n::Text;
+use domain::error::Refusal;
 use domain::media::attachable::Holder;
+use domain::media::refusals::MediaRefusal;
 use domain::validation::{FieldError, FieldErrors};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -58,24 +58,19 @@ pub async fn require(
 
 /// The refusal: a business rule (422) whose details name the field, like a validation error.
 fn refused(field: &str) -> ApiError {
-    let text = Text {
-        ru: "Файл нельзя прикрепить: нужно неудалённое изображение, загруженное вами лично (для аватара) или в этой организации (для логотипа и обложки)",
-        en: "The file cannot be attached: it must be an image, not deleted, uploaded by you personally (an avatar) or in this organization (a logo or cover)",
-    };
+    let refusal = MediaRefusal::NotAttachable;
     ApiError {
-        text: Some(text.clone()),
-        fields: Some(FieldErrors::single(field, FieldError::Invalid(text))),
-        ..ApiError::new(ErrorCode::BusinessRule)
+        fields: Some(FieldErrors::single(
+            field,
+            FieldError::Invalid(refusal.text()),
+        )),
+        ..ApiError::from(Refusal::from(refusal))
     }
 }
 
 fn unavailable(cause: &dyn std::fmt::Display) -> ApiError {
     tracing::warn!(error = %cause, "media service unreachable for an attachment check");
-    ApiError::new(ErrorCode::ServiceUnavailable)
-        .with_text(Text {
-            ru: "Сервис файлов временно недоступен, повторите позже",
-            en: "The media service is temporarily unavailable, try again later",
-        })
+    ApiError::from(Refusal::from(MediaRefusal::Unavailable))
         .with_details(serde_json::json!({"service": Service::Media.name()}))
 }
 

@@ -13,8 +13,9 @@ use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
-use domain::i18n::Text;
+use domain::error::Refusal;
 use domain::media::links::LinkRefusal;
+use domain::media::refusals::{MediaFieldText, MediaRefusal};
 use domain::media::{
     Format, LINK_TTL, MAX_PDF_BYTES, MediaStatus, UploadRefusal, Variant, check_upload,
 };
@@ -25,8 +26,8 @@ use storage::media::objects::Objects;
 use storage::media::uploads::{self, UploadError};
 use uuid::Uuid;
 
-fn file_error(en: &'static str, ru: &'static str) -> ApiError {
-    ApiError::field("file", FieldError::Invalid(Text { ru, en }))
+fn file_error(text: MediaFieldText) -> ApiError {
+    ApiError::field("file", FieldError::from(text))
 }
 
 fn multipart_error(e: MultipartError) -> ApiError {
@@ -34,27 +35,15 @@ fn multipart_error(e: MultipartError) -> ApiError {
         ApiError::new(ErrorCode::PayloadTooLarge)
             .with_details(serde_json::json!({"maxBytes": MAX_PDF_BYTES}))
     } else {
-        file_error(
-            "The multipart body cannot be read",
-            "Не удалось прочитать multipart-тело",
-        )
+        file_error(MediaFieldText::MultipartUnreadable)
     }
 }
 
 fn refusal_error(refusal: UploadRefusal) -> ApiError {
     match refusal {
-        UploadRefusal::Empty => file_error("The file is empty", "Файл пуст"),
-        UploadRefusal::Unsupported => {
-            ApiError::new(ErrorCode::UnsupportedMediaType).with_text(Text {
-                ru: "Поддерживаются JPEG, PNG, WebP, GIF и PDF",
-                en: "Accepted are JPEG, PNG, WebP, GIF and PDF",
-            })
-        }
-        UploadRefusal::Mismatch { sniffed } => ApiError::new(ErrorCode::UnsupportedMediaType)
-            .with_text(Text {
-                ru: "Заявленный тип файла не совпадает с содержимым",
-                en: "The declared type does not match the content",
-            })
+        UploadRefusal::Empty => file_error(MediaFieldText::EmptyFile),
+        UploadRefusal::Unsupported => Refusal::from(MediaRefusal::UnsupportedFormat).into(),
+        UploadRefusal::Mismatch { sniffed } => ApiError::from(Refusal::from(MediaRefusal::TypeMismatch))
             .with_details(serde_json::json!({"detected": sniffed.mime()})),
         UploadRefusal::TooLarge { max } => ApiError::new(ErrorCode::PayloadTooLarge)
             .with_details(serde_json::json!({"maxBytes": max})),
@@ -63,14 +52,9 @@ fn refusal_error(refusal: UploadRefusal) -> ApiError {
 
 fn render_error(e: RenderError) -> ApiError {
     match e {
-        RenderError::TooLarge { width, height } => file_error(
-            "The image dimensions are too large",
-            "Слишком большие размеры изображения",
-        )
+        RenderError::TooLarge { width, height } => file_error(MediaFieldText::ImageTooLarge)
         .with_details(serde_json::json!({"width": width, "height": height})),
-        RenderError::Unreadable(_) => {
-            file_error("The image cannot be read", "Изображение не читается")
-        }
+        RenderError::Unreadable(_) => file_error(MediaFieldText::ImageUnreadable),
     }
 }
 
@@ -98,12 +82,8 @@ pub async fn upload(
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<(StatusCode, Json<MediaFileDto>), ApiError> {
     let user = caller.require_user()?;
-    let mut multipart = multipart.map_err(|_| {
-        ApiError::new(ErrorCode::UnsupportedMediaType).with_text(Text {
-            ru: "Ожидается multipart/form-data с полем file",
-            en: "Expected multipart/form-data with a field named file",
-        })
-    })?;
+    let mut multipart =
+        multipart.map_err(|_| ApiError::from(Refusal::from(MediaRefusal::NotMultipart)))?;
     let mut upload = None;
     while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
         if field.name() != Some("file") {
@@ -197,13 +177,7 @@ pub async fn url(
     let variant = match query.variant.as_deref() {
         None => Variant::Original,
         Some(v) => v.parse().map_err(|_| {
-            ApiError::field(
-                "variant",
-                FieldError::Invalid(Text {
-                    ru: "Допустимо: ORIGINAL, THUMBNAIL, SMALL, MEDIUM, LARGE",
-                    en: "One of ORIGINAL, THUMBNAIL, SMALL, MEDIUM, LARGE",
-                }),
-            )
+            ApiError::field("variant", FieldError::from(MediaFieldText::UnknownVariant))
         })?,
     };
     let file = files::get(&state.db, caller.scope(), id).await?;
@@ -213,25 +187,24 @@ pub async fn url(
     let key = match variant {
         Variant::Original => file.storage_key.clone(),
         _ if file.width.is_none() => {
-            return Err(ApiError::new(ErrorCode::BusinessRule).with_text(Text {
-                ru: "У документов нет вариантов",
-                en: "Documents have no variants",
-            }));
+            return Err(Refusal::from(MediaRefusal::DocumentHasNoVariants).into());
         }
         _ => match file.variants.iter().find(|v| v.variant == variant) {
             Some(v) => v.storage_key.clone(),
             None if file.status == MediaStatus::Processing => {
-                return Err(ApiError::new(ErrorCode::Conflict).with_text(Text {
-                    ru: "Варианты ещё готовятся",
-                    en: "The variants are not ready yet",
-                }));
+                return Err(Refusal::from(MediaRefusal::VariantsNotReady).into());
             }
             None => return Err(ApiError::not_found()),
         },
     };
     let now = state.clock.now();
+    let url = state
+        .objects
+        .url(&key, now, LINK_TTL)
+        .await
+        .map_err(|e| ApiError::from(UploadError::Objects(e)))?;
     Ok(Json(SignedUrlDto {
-        url: state.objects.url(&key, now, LINK_TTL),
+        url,
         variant,
         expires_at: now + LINK_TTL,
     }))
@@ -287,16 +260,10 @@ pub async fn serve_local(
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Err(ApiError::not_found()),
         Err(LinkRefusal::Expired) => {
-            return Err(ApiError::new(ErrorCode::Forbidden).with_text(Text {
-                ru: "Срок действия ссылки истёк",
-                en: "The link has expired",
-            }));
+            return Err(Refusal::from(MediaRefusal::LinkExpired).into());
         }
         Err(LinkRefusal::Altered) => {
-            return Err(ApiError::new(ErrorCode::Forbidden).with_text(Text {
-                ru: "Ссылка недействительна",
-                en: "The link is not valid",
-            }));
+            return Err(Refusal::from(MediaRefusal::LinkAltered).into());
         }
     };
     let content_type = key

@@ -7,9 +7,9 @@ use crate::extract::{Json, Path, Query};
 use crate::state::AppState;
 use crate::trust::ServiceCall;
 use axum::extract::State;
-use domain::i18n::Text;
 use domain::ids::{TenantId, UserId};
 use domain::media::attachable::Holder;
+use domain::media::refusals::MediaFieldText;
 use domain::validation::FieldError;
 use serde::{Deserialize, Serialize};
 use storage::media::files;
@@ -49,10 +49,7 @@ pub async fn attachable(
         _ => {
             return Err(ApiError::field(
                 "user",
-                FieldError::Invalid(Text {
-                    ru: "Нужен ровно один из параметров user и tenant",
-                    en: "Exactly one of user and tenant is required",
-                }),
+                FieldError::from(MediaFieldText::OneHolder),
             ));
         }
     };

@@ -9,10 +9,12 @@ use super::registrations::{COLUMN_COUNT, COLUMNS, from_row, payload};
 use crate::db::Tx;
 use crate::error::Result;
 use chrono::{DateTime, Utc};
+use domain::contract::DomainEvent;
+use domain::contract::events::{EventSummary, RefundRequested};
 use domain::envelope::Envelope;
-use domain::events::registrations::{EVENT_CANCELLED, RegistrationStatus, Seat};
+use domain::events::refunds::refund_due;
+use domain::events::registrations::{EVENT_CANCELLED, RegistrationStatus};
 use domain::ids::{TenantId, UserId};
-use serde_json::json;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -37,7 +39,7 @@ pub(super) async fn follow_through(
     tenant: TenantId,
     actor: Option<UserId>,
     event: Uuid,
-    summary: &serde_json::Value,
+    summary: &EventSummary,
     now: DateTime<Utc>,
 ) -> Result<FollowThrough> {
     // The caller locked the ticket types before the event (a batch waiting on them then finds
@@ -95,33 +97,31 @@ pub(super) async fn follow_through(
             .unwrap_or(RegistrationStatus::Confirmed);
         let paid: i64 = row.get(COLUMN_COUNT + 1);
         let seats = released.entry(registration.ticket_type_id).or_default();
-        match was.seat() {
-            Seat::Sold => seats.0 += 1,
-            Seat::Reserved => seats.1 += 1,
-            Seat::None => {}
-        }
-        events.push(Envelope::new(
-            "registration.cancelled",
+        let (sold, reserved) = was.seat().counts();
+        seats.0 += sold;
+        seats.1 += reserved;
+        events.push(Envelope::of(
+            &DomainEvent::RegistrationCancelled(payload(&registration, summary)),
             Some(tenant),
             actor,
-            payload(&registration, summary),
         ));
         if let Some(amount) = refund_due(was, paid, registration.price_cents) {
             refunds += 1;
-            events.push(Envelope::new(
-                "refund.requested",
+            let refund = RefundRequested {
+                registration_id: registration.id,
+                event_id: registration.event_id,
+                user_id: registration.user_id,
+                email: registration.email.clone(),
+                payment_id: None,
+                amount_cents: amount,
+                currency: registration.currency.clone(),
+                reason: EVENT_CANCELLED.to_string(),
+                event: summary.clone(),
+            };
+            events.push(Envelope::of(
+                &DomainEvent::RefundRequested(refund),
                 Some(tenant),
                 actor,
-                json!({
-                    "registrationId": registration.id,
-                    "eventId": registration.event_id,
-                    "userId": registration.user_id,
-                    "email": registration.email,
-                    "amountCents": amount,
-                    "currency": registration.currency,
-                    "reason": EVENT_CANCELLED,
-                    "event": summary,
-                }),
             ));
         }
     }
@@ -147,37 +147,4 @@ pub(super) async fn follow_through(
         refunds,
         waiting_closed: closed.len(),
     })
-}
-
-/// The refund a cancelled registration is owed: what was paid for it, or its price when it
-/// was confirmed before payments were recorded; nothing for free or unpaid tickets.
-fn refund_due(was: RegistrationStatus, paid: i64, price_cents: i64) -> Option<i64> {
-    if paid > 0 {
-        return Some(paid);
-    }
-    (was.seat() == Seat::Sold && price_cents > 0).then_some(price_cents)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_paid_tickets_are_refunded() {
-        use RegistrationStatus::*;
-        assert_eq!(refund_due(Confirmed, 0, 0), None, "free ticket");
-        assert_eq!(refund_due(Reserved, 0, 1500), None, "never paid");
-        assert_eq!(refund_due(Pending, 0, 1500), None, "never paid");
-        assert_eq!(refund_due(Confirmed, 1500, 1500), Some(1500));
-        assert_eq!(
-            refund_due(CheckedIn, 0, 900),
-            Some(900),
-            "paid before payments were kept"
-        );
-        assert_eq!(
-            refund_due(Reserved, 700, 1500),
-            Some(700),
-            "a part was paid"
-        );
-    }
 }

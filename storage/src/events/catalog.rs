@@ -5,13 +5,16 @@ use super::publish;
 use crate::db::{Database, Scope, page};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
-use domain::events::lifecycle::{Action, EventStatus, ParticipantsVisibility, final_state};
+use domain::contract::DomainEvent;
+use domain::contract::events::{CoverChanged, EventChanged, EventDeleted, EventState, Place};
+use domain::error::Refusal;
+use domain::events::lifecycle::{self, Action, EventStatus, ParticipantsVisibility};
+use domain::events::patch::{self, EventFields, EventPatch};
+use domain::events::refusals::EventRefusal;
 use domain::events::slug;
 use domain::events::validation::LocationType;
 use domain::ids::{TenantId, UserId};
 use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
-use serde_json::json;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 use uuid::Uuid;
@@ -113,23 +116,23 @@ fn from_row(row: &Row) -> Event {
 }
 
 /// What consumers of event-service events need to know about an event.
-pub fn payload(e: &Event) -> serde_json::Value {
-    json!({
-        "eventId": e.id,
-        "tenantId": e.tenant_id,
-        "organizerId": e.organizer_id,
-        "groupId": e.group_id,
-        "title": e.title,
-        "slug": e.slug,
-        "status": e.status,
-        "startsAt": e.starts_at,
-        "endsAt": e.ends_at,
-        "timezone": e.timezone,
-        "locationType": e.location_type,
-        "locationAddress": e.location_address,
-        "locationUrl": e.location_url,
-        "coverImageId": e.cover_image_id,
-    })
+pub fn payload(e: &Event) -> EventState {
+    EventState {
+        event_id: e.id,
+        tenant_id: e.tenant_id,
+        organizer_id: e.organizer_id,
+        group_id: e.group_id,
+        title: e.title.clone(),
+        slug: e.slug.clone(),
+        status: e.status,
+        starts_at: e.starts_at,
+        ends_at: e.ends_at,
+        timezone: e.timezone.clone(),
+        location_type: e.location_type,
+        location_address: e.location_address.clone(),
+        location_url: e.location_url.clone(),
+        cover_image_id: e.cover_image_id,
+    }
 }
 
 /// Fields of a new event (already validated).
@@ -176,12 +179,7 @@ async fn check_group(tx: &crate::Tx, group: Option<Uuid>) -> Result<()> {
     if known {
         Ok(())
     } else {
-        Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Группа не найдена в этой организации",
-            "No such group in this organization",
-        )
-        .into())
+        Err(Refusal::from(EventRefusal::GroupNotInOrganization).into())
     }
 }
 
@@ -200,12 +198,11 @@ pub async fn create(
         .clone()
         .unwrap_or_else(|| slug::slugify(&new.title));
     let mut created = None;
-    // A chosen slug must be free; a generated one gets a suffix until it is.
-    for attempt in 0..8 {
-        let candidate = match (attempt, new.slug.is_some()) {
-            (0, _) => base.clone(),
-            (_, true) => break,
-            (_, false) => format!("{base}-{}", &Uuid::new_v4().simple().to_string()[..6]),
+    for attempt in 0..slug::ATTEMPTS {
+        let suffix = Uuid::new_v4().simple().to_string();
+        let Some(candidate) = slug::candidate(&base, new.slug.is_some(), attempt, &suffix[..6])
+        else {
+            break;
         };
         let row = tx
             .query_opt(
@@ -242,19 +239,12 @@ pub async fn create(
             break;
         }
     }
-    let event = created.ok_or_else(|| {
-        Refusal::with(
-            ErrorCode::Conflict,
-            "Этот адрес (slug) уже занят",
-            "This slug is already taken",
-        )
-    })?;
+    let event = created.ok_or_else(|| Refusal::from(EventRefusal::SlugTaken))?;
     publish(
         &tx,
-        "event.created",
         Some(tenant),
         Some(organizer),
-        payload(&event),
+        DomainEvent::EventCreated(payload(&event)),
     )
     .await?;
     tx.commit().await?;
@@ -335,98 +325,42 @@ async fn lock(tx: &crate::Tx, id: Uuid) -> Result<Event> {
     Ok(from_row(&row))
 }
 
-/// Changes to an event; `None` keeps a field, `Some(None)` clears an optional one.
-#[derive(Clone, Debug, Default)]
-pub struct EventChange {
-    /// Title.
-    pub title: Option<String>,
-    /// Description.
-    pub description: Option<String>,
-    /// Group.
-    pub group_id: Option<Option<Uuid>>,
-    /// Participant visibility.
-    pub participants_visibility: Option<ParticipantsVisibility>,
-    /// Start.
-    pub starts_at: Option<DateTime<Utc>>,
-    /// End.
-    pub ends_at: Option<Option<DateTime<Utc>>>,
-    /// Time zone.
-    pub timezone: Option<String>,
-    /// Kind of place.
-    pub location_type: Option<Option<LocationType>>,
-    /// Address.
-    pub location_address: Option<Option<String>>,
-    /// URL.
-    pub location_url: Option<Option<String>>,
-    /// Cover image.
-    pub cover_image_id: Option<Option<Uuid>>,
-    /// Settings.
-    pub settings: Option<serde_json::Value>,
+/// The fields of an event a change may touch, for the rules in `domain::events::patch`.
+fn fields(e: &Event) -> EventFields {
+    EventFields {
+        title: e.title.clone(),
+        description: e.description.clone(),
+        group_id: e.group_id,
+        participants_visibility: e.participants_visibility,
+        starts_at: e.starts_at,
+        ends_at: e.ends_at,
+        timezone: e.timezone.clone(),
+        location_type: e.location_type,
+        location_address: e.location_address.clone(),
+        location_url: e.location_url.clone(),
+        cover_image_id: e.cover_image_id,
+        settings: e.settings.clone(),
+    }
 }
 
-/// Updates an event of the tenant; a final event cannot change. When a published event's
-/// time or place changes, event.changed tells its participants.
+/// Updates an event of the tenant under the rules of `domain::events::patch`: a final event
+/// cannot change, and the notices the change calls for are published with it.
 pub async fn update(
     db: &Database,
     tenant: TenantId,
     user: UserId,
     id: Uuid,
-    change: &EventChange,
+    change: &EventPatch,
     now: DateTime<Utc>,
 ) -> Result<Event> {
     let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
     let before = lock(&tx, id).await?;
-    if before.status.is_final() {
-        return Err(final_state().into());
-    }
+    patch::may_change(before.status)?;
     if let Some(group) = change.group_id {
         check_group(&tx, group).await?;
     }
-    let mut after = before.clone();
-    if let Some(v) = &change.title {
-        after.title = v.clone()
-    }
-    if let Some(v) = &change.description {
-        after.description = v.clone()
-    }
-    if let Some(v) = change.group_id {
-        after.group_id = v
-    }
-    if let Some(v) = change.participants_visibility {
-        after.participants_visibility = v
-    }
-    if let Some(v) = change.starts_at {
-        after.starts_at = v
-    }
-    if let Some(v) = change.ends_at {
-        after.ends_at = v
-    }
-    if let Some(v) = &change.timezone {
-        after.timezone = v.clone()
-    }
-    if let Some(v) = change.location_type {
-        after.location_type = v
-    }
-    if let Some(v) = &change.location_address {
-        after.location_address = v.clone()
-    }
-    if let Some(v) = &change.location_url {
-        after.location_url = v.clone()
-    }
-    if let Some(v) = change.cover_image_id {
-        after.cover_image_id = v
-    }
-    if let Some(v) = &change.settings {
-        after.settings = v.clone()
-    }
-    if after.ends_at.is_some_and(|end| end <= after.starts_at) {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Окончание должно быть позже начала",
-            "The end must be after the start",
-        )
-        .into());
-    }
+    let current = fields(&before);
+    let after = patch::merge(&current, change)?;
     let row = tx
         .query_one(
             &format!(
@@ -454,29 +388,36 @@ pub async fn update(
         )
         .await?;
     let event = from_row(&row);
-    let moved = before.starts_at != event.starts_at
-        || before.ends_at != event.ends_at
-        || before.location_type != event.location_type
-        || before.location_address != event.location_address
-        || before.location_url != event.location_url;
-    if event.status == EventStatus::Published && moved {
-        let mut data = payload(&event);
-        data["previous"] = json!({
-            "startsAt": before.starts_at,
-            "endsAt": before.ends_at,
-            "locationType": before.location_type,
-            "locationAddress": before.location_address,
-            "locationUrl": before.location_url,
-        });
-        publish(&tx, "event.changed", Some(tenant), Some(user), data).await?;
-    }
-    if before.cover_image_id != event.cover_image_id {
+    let notices = patch::notices(event.status, &current, &fields(&event));
+    if notices.changed {
+        let changed = EventChanged {
+            event: payload(&event),
+            previous: Place {
+                starts_at: before.starts_at,
+                ends_at: before.ends_at,
+                location_type: before.location_type,
+                location_address: before.location_address.clone(),
+                location_url: before.location_url.clone(),
+            },
+        };
         publish(
             &tx,
-            "event.cover.changed",
             Some(tenant),
             Some(user),
-            json!({"eventId": id, "coverImageId": event.cover_image_id, "previousCoverImageId": before.cover_image_id}),
+            DomainEvent::EventChanged(changed),
+        )
+        .await?;
+    }
+    if notices.cover_changed {
+        publish(
+            &tx,
+            Some(tenant),
+            Some(user),
+            DomainEvent::EventCoverChanged(CoverChanged {
+                event_id: id,
+                cover_image_id: event.cover_image_id,
+                previous_cover_image_id: before.cover_image_id,
+            }),
         )
         .await?;
     }
@@ -532,15 +473,15 @@ async fn apply(
         )
         .await?;
     let event = from_row(&row);
-    let kind = match action {
-        Action::Publish => "event.published",
-        Action::Cancel => "event.cancelled",
-        Action::Complete => "event.completed",
-        Action::Unpublish => "event.unpublished",
+    let announce = match action {
+        Action::Publish => DomainEvent::EventPublished,
+        Action::Cancel => DomainEvent::EventCancelled,
+        Action::Complete => DomainEvent::EventCompleted,
+        Action::Unpublish => DomainEvent::EventUnpublished,
     };
     // The notice goes out before the registrations it ends, so a consumer reading in order
     // still knows who held a seat.
-    publish(tx, kind, Some(tenant), user, payload(&event)).await?;
+    publish(tx, Some(tenant), user, announce(payload(&event))).await?;
     if action == Action::Cancel {
         let summary = super::registrations::event_summary(tx, id).await?;
         let done = super::cancellation::follow_through(tx, tenant, user, id, &summary, now).await?;
@@ -591,14 +532,7 @@ pub async fn delete(
 ) -> Result<()> {
     let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
     let event = lock(&tx, id).await?;
-    if event.status == EventStatus::Published {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Опубликованное событие сначала нужно отменить",
-            "A published event must be cancelled before it is deleted",
-        )
-        .into());
-    }
+    lifecycle::may_delete(event.status)?;
     tx.execute(
         "UPDATE event_service.events SET deleted_at = $2, updated_at = $2 WHERE id = $1",
         &[&id, &now],
@@ -606,10 +540,12 @@ pub async fn delete(
     .await?;
     publish(
         &tx,
-        "event.deleted",
         Some(tenant),
         Some(user),
-        json!({"eventId": id, "coverImageId": event.cover_image_id}),
+        DomainEvent::EventDeleted(EventDeleted {
+            event_id: id,
+            cover_image_id: event.cover_image_id,
+        }),
     )
     .await?;
     tx.commit().await?;
@@ -625,7 +561,7 @@ pub async fn complete_ended(db: &Database, now: DateTime<Utc>) -> Result<usize> 
         "SET status = 'COMPLETED', updated_at = $1
          WHERE status = 'PUBLISHED' AND deleted_at IS NULL
            AND COALESCE(ends_at, starts_at + interval '24 hours') < $1",
-        "event.completed",
+        DomainEvent::EventCompleted,
         &[&now],
     )
     .await
@@ -639,7 +575,7 @@ pub async fn remind_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
         "SET reminder_sent_at = $1
          WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND reminder_sent_at IS NULL
            AND starts_at > $1 AND starts_at <= $1 + interval '24 hours'",
-        "event.reminder",
+        DomainEvent::EventReminder,
         &[&now],
     )
     .await
@@ -653,7 +589,7 @@ pub async fn remind(db: &Database, event: Uuid, now: DateTime<Utc>) -> Result<bo
         "SET reminder_sent_at = $1
          WHERE id = $2 AND status = 'PUBLISHED' AND deleted_at IS NULL AND reminder_sent_at IS NULL
            AND starts_at > $1 AND starts_at <= $1 + interval '24 hours'",
-        "event.reminder",
+        DomainEvent::EventReminder,
         &[&now, &event],
     )
     .await?;
@@ -676,11 +612,11 @@ pub async fn reminder_due_at(db: &Database, event: Uuid) -> Result<Option<DateTi
 }
 
 /// A job across tenants: updates the events `set_where` selects (with `params`) and
-/// publishes `kind` for each of them.
+/// announces each of them with `announce`.
 async fn update_and_announce(
     db: &Database,
     set_where: &str,
-    kind: &str,
+    announce: fn(EventState) -> DomainEvent,
     params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
 ) -> Result<usize> {
     let tx = db.begin(Scope::system()).await?;
@@ -692,7 +628,7 @@ async fn update_and_announce(
         .await?;
     for row in &rows {
         let event = from_row(row);
-        publish(&tx, kind, Some(event.tenant_id), None, payload(&event)).await?;
+        publish(&tx, Some(event.tenant_id), None, announce(payload(&event))).await?;
     }
     tx.commit().await?;
     Ok(rows.len())

@@ -12,21 +12,21 @@ pub mod ticket_types;
 pub mod waitlist;
 
 use crate::db::{DbError, Schema, Tx};
+use domain::contract::DomainEvent;
 use domain::envelope::Envelope;
 use domain::ids::{TenantId, UserId};
 
 /// Writes an event-service event into the outbox of `tx`.
 pub(crate) async fn publish(
     tx: &Tx,
-    event_type: &str,
     tenant: Option<TenantId>,
     actor: Option<UserId>,
-    data: serde_json::Value,
+    event: DomainEvent,
 ) -> Result<(), DbError> {
     crate::outbox::enqueue(
         tx,
         Schema::EventService,
-        &Envelope::new(event_type, tenant, actor, data),
+        &Envelope::of(&event, tenant, actor),
     )
     .await
 }

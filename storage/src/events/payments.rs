@@ -12,13 +12,16 @@ use super::registrations::{
 use crate::db::Tx;
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
+use domain::contract::DomainEvent;
+use domain::contract::events::{RefundRequested, RegistrationConfirmed};
+use domain::contract::payments::Payment;
 use domain::events::payments::{
     Channel, PaymentKind, PaymentOutcome, SeatChance, cancellation_reason, covers, effect,
+    manual_effect,
 };
+use domain::events::refunds::refund_reason;
 use domain::events::registrations::RegistrationStatus;
 use domain::events::seats::on_sale;
-use serde_json::json;
 use uuid::Uuid;
 
 /// A payment as it reached bilet.
@@ -86,15 +89,16 @@ pub async fn receive(tx: &Tx, notice: &Notice, now: DateTime<Utc>) -> Result<Rec
         PaymentOutcome::Confirmed | PaymentOutcome::SeatTaken => {
             let confirmed = move_to(tx, &current, RegistrationStatus::Confirmed, None, now).await?;
             let summary = event_summary(tx, confirmed.event_id).await?;
-            let mut data = payload(&confirmed, &summary);
-            data["paymentId"] = json!(notice.id);
-            data["amountCents"] = json!(notice.amount_cents.unwrap_or(confirmed.price_cents));
+            let data = RegistrationConfirmed {
+                registration: payload(&confirmed, &summary),
+                payment_id: Some(notice.id.clone()),
+                amount_cents: Some(notice.amount_cents.unwrap_or(confirmed.price_cents)),
+            };
             publish(
                 tx,
-                "registration.confirmed",
                 Some(confirmed.tenant_id),
                 None,
-                data,
+                DomainEvent::RegistrationConfirmed(data),
             )
             .await?;
             confirmed
@@ -113,10 +117,9 @@ pub async fn receive(tx: &Tx, notice: &Notice, now: DateTime<Utc>) -> Result<Rec
             let summary = event_summary(tx, cancelled.event_id).await?;
             publish(
                 tx,
-                "registration.cancelled",
                 Some(cancelled.tenant_id),
                 None,
-                payload(&cancelled, &summary),
+                DomainEvent::RegistrationCancelled(payload(&cancelled, &summary)),
             )
             .await?;
             cancelled
@@ -124,32 +127,27 @@ pub async fn receive(tx: &Tx, notice: &Notice, now: DateTime<Utc>) -> Result<Rec
         PaymentOutcome::RefundRequested => {
             // A late payment for a cancelled event is told of its refund (the cancellation's own
             // refunds, reason EVENT_CANCELLED, ride on the one cancellation notice).
-            let reason = if !covered {
-                "AMOUNT_MISMATCH"
-            } else if event_cancelled {
-                "EVENT_CANCELLED_BEFORE_PAYMENT"
-            } else if current.status.is_active() {
-                "ALREADY_PAID"
-            } else {
-                "NO_SEAT"
-            };
+            let reason = refund_reason(covered, event_cancelled, current.status);
             let summary = event_summary(tx, current.event_id).await?;
+            let refund = RefundRequested {
+                registration_id: current.id,
+                event_id: current.event_id,
+                user_id: current.user_id,
+                email: current.email.clone(),
+                payment_id: Some(notice.id.clone()),
+                amount_cents: notice.amount_cents.unwrap_or(current.price_cents),
+                currency: notice
+                    .currency
+                    .clone()
+                    .unwrap_or_else(|| current.currency.clone()),
+                reason: reason.to_string(),
+                event: summary,
+            };
             publish(
                 tx,
-                "refund.requested",
                 Some(current.tenant_id),
                 None,
-                json!({
-                    "registrationId": current.id,
-                    "eventId": current.event_id,
-                    "userId": current.user_id,
-                    "email": current.email,
-                    "paymentId": notice.id,
-                    "amountCents": notice.amount_cents.unwrap_or(current.price_cents),
-                    "currency": notice.currency.clone().unwrap_or_else(|| current.currency.clone()),
-                    "reason": reason,
-                    "event": summary,
-                }),
+                DomainEvent::RefundRequested(refund),
             )
             .await?;
             current
@@ -177,55 +175,32 @@ pub async fn receive(tx: &Tx, notice: &Notice, now: DateTime<Utc>) -> Result<Rec
     // receipts and analytics see every payment the same way. (Our own consumer finds it kept
     // under its id and leaves it.)
     if notice.channel != Channel::Broker {
-        let kind = match notice.kind {
-            PaymentKind::Completed => "payment.completed",
-            PaymentKind::Failed => "payment.failed",
-            PaymentKind::Refunded => "payment.refunded",
+        let payment = Payment {
+            payment_id: Some(notice.id.clone()),
+            registration_id: registration.id,
+            event_id: Some(registration.event_id),
+            amount_cents: Some(notice.amount_cents.unwrap_or(registration.price_cents)),
+            currency: Some(
+                notice
+                    .currency
+                    .clone()
+                    .unwrap_or_else(|| registration.currency.clone()),
+            ),
+            channel: Some(notice.channel),
+            outcome: Some(outcome),
         };
-        publish(
-            tx,
-            kind,
-            Some(registration.tenant_id),
-            None,
-            json!({
-                "paymentId": notice.id,
-                "registrationId": registration.id,
-                "eventId": registration.event_id,
-                "amountCents": notice.amount_cents.unwrap_or(registration.price_cents),
-                "currency": notice.currency.clone().unwrap_or_else(|| registration.currency.clone()),
-                "channel": notice.channel.as_str(),
-                "outcome": outcome.as_str(),
-            }),
-        )
-        .await?;
+        let event = match notice.kind {
+            PaymentKind::Completed => DomainEvent::PaymentCompleted(payment),
+            PaymentKind::Failed => DomainEvent::PaymentFailed(payment),
+            PaymentKind::Refunded => DomainEvent::PaymentRefunded(payment),
+        };
+        publish(tx, Some(registration.tenant_id), None, event).await?;
     }
     Ok(Receipt {
         outcome,
         registration,
         replayed: false,
     })
-}
-
-/// An organizer taking cash: it confirms what awaits payment, takes a free seat for a
-/// reservation that ran out, and changes nothing for a registration already paid (a second
-/// click is not a second payment); without a free seat it is refused, since the money is
-/// still in the organizer's hand.
-fn manual_effect(
-    status: RegistrationStatus,
-    chance: SeatChance,
-) -> std::result::Result<PaymentOutcome, Refusal> {
-    use RegistrationStatus::*;
-    match status {
-        Confirmed | CheckedIn => Ok(PaymentOutcome::NoChange),
-        _ => match effect(PaymentKind::Completed, status, chance, true) {
-            PaymentOutcome::RefundRequested => Err(Refusal::with(
-                ErrorCode::BusinessRule,
-                "Свободного места для этой регистрации нет: верните деньги участнику",
-                "There is no free seat for this registration: give the money back",
-            )),
-            outcome => Ok(outcome),
-        },
-    }
 }
 
 /// Whether a seat of the registration's (locked) type could still be had, whether the event
@@ -260,28 +235,4 @@ async fn seat_chance(
         status == "CANCELLED",
         row.get(7),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cash_confirms_once_and_never_without_a_seat() {
-        let open = SeatChance {
-            open: true,
-            seat_free: true,
-            registered_otherwise: false,
-        };
-        let full = SeatChance {
-            seat_free: false,
-            ..open
-        };
-        use RegistrationStatus::*;
-        assert_eq!(manual_effect(Pending, open), Ok(PaymentOutcome::Confirmed));
-        assert_eq!(manual_effect(Confirmed, open), Ok(PaymentOutcome::NoChange));
-        assert_eq!(manual_effect(Expired, open), Ok(PaymentOutcome::SeatTaken));
-        assert!(manual_effect(Expired, full).is_err());
-        assert!(manual_effect(Cancelled, full).is_err());
-    }
 }

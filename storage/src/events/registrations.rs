@@ -7,11 +7,12 @@ use super::publish;
 use crate::db::{Database, DbError, Scope, Tx, page};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
+use domain::contract::DomainEvent;
+use domain::contract::events::{self as contract, EventSummary};
 use domain::error::Refusal;
-use domain::events::registrations::{CheckInMethod, RegistrationStatus, Seat};
+use domain::events::registrations::{CheckInMethod, RegistrationStatus};
 use domain::ids::{TenantId, UserId};
 use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
-use serde_json::json;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
@@ -110,28 +111,28 @@ pub(super) fn from_row(row: &Row) -> Registration {
 }
 
 /// What consumers need about a registration.
-pub fn payload(r: &Registration, event: &serde_json::Value) -> serde_json::Value {
-    json!({
-        "registrationId": r.id,
-        "eventId": r.event_id,
-        "ticketTypeId": r.ticket_type_id,
-        "userId": r.user_id,
-        "email": r.email,
-        "firstName": r.first_name,
-        "lastName": r.last_name,
-        "confirmationCode": r.confirmation_code,
-        "status": r.status,
-        "priceCents": r.price_cents,
-        "currency": r.currency,
-        "expiresAt": r.expires_at,
-        "cancellationReason": r.cancellation_reason,
-        "source": r.source,
-        "event": event,
-    })
+pub fn payload(r: &Registration, event: &EventSummary) -> contract::Registration {
+    contract::Registration {
+        registration_id: r.id,
+        event_id: r.event_id,
+        ticket_type_id: r.ticket_type_id,
+        user_id: r.user_id,
+        email: r.email.clone(),
+        first_name: r.first_name.clone(),
+        last_name: r.last_name.clone(),
+        confirmation_code: r.confirmation_code.clone(),
+        status: r.status,
+        price_cents: r.price_cents,
+        currency: r.currency.clone(),
+        expires_at: r.expires_at,
+        cancellation_reason: r.cancellation_reason.clone(),
+        source: r.source.clone(),
+        event: event.clone(),
+    }
 }
 
 /// What a batch needs to know about its event, for the events it publishes.
-pub(super) async fn event_summary(tx: &Tx, event: Uuid) -> Result<serde_json::Value> {
+pub(super) async fn event_summary(tx: &Tx, event: Uuid) -> Result<EventSummary> {
     let row = tx
         .query_opt(
             &format!("SELECT {SUMMARY_COLUMNS} FROM event_service.events e WHERE e.id = $1"),
@@ -147,17 +148,17 @@ pub(super) const SUMMARY_COLUMNS: &str =
     "e.title, e.starts_at, e.ends_at, e.timezone, e.location_address, e.location_url, e.slug";
 
 /// The summary of an event from `SUMMARY_COLUMNS` starting at column `at` of `row`.
-pub(super) fn summary_from(row: &Row, event: Uuid, at: usize) -> serde_json::Value {
-    json!({
-        "eventId": event,
-        "title": row.get::<_, String>(at),
-        "startsAt": row.get::<_, DateTime<Utc>>(at + 1),
-        "endsAt": row.get::<_, Option<DateTime<Utc>>>(at + 2),
-        "timezone": row.get::<_, String>(at + 3),
-        "locationAddress": row.get::<_, Option<String>>(at + 4),
-        "locationUrl": row.get::<_, Option<String>>(at + 5),
-        "slug": row.get::<_, String>(at + 6),
-    })
+pub(super) fn summary_from(row: &Row, event: Uuid, at: usize) -> EventSummary {
+    EventSummary {
+        event_id: event,
+        title: row.get(at),
+        starts_at: row.get(at + 1),
+        ends_at: row.get(at + 2),
+        timezone: Some(row.get(at + 3)),
+        location_address: row.get(at + 4),
+        location_url: row.get(at + 5),
+        slug: row.get(at + 6),
+    }
 }
 
 /// A registration the scope may see (the participant's own, or the organizer's tenant's).
@@ -284,13 +285,8 @@ pub(super) async fn move_to(
     reason: Option<&str>,
     now: DateTime<Utc>,
 ) -> std::result::Result<Registration, DbError> {
-    let delta = |seat: Seat| match seat {
-        Seat::Sold => (1, 0),
-        Seat::Reserved => (0, 1),
-        Seat::None => (0, 0),
-    };
-    let (sold_before, reserved_before) = delta(r.status.seat());
-    let (sold_after, reserved_after) = delta(next.seat());
+    let (sold_before, reserved_before) = r.status.seat().counts();
+    let (sold_after, reserved_after) = next.seat().counts();
     tx.execute(
         "UPDATE event_service.ticket_types SET sold_count = sold_count + $2, reserved_count = reserved_count + $3
          WHERE id = $1",
@@ -377,10 +373,9 @@ pub async fn cancel(
     let summary = event_summary(&tx, cancelled.event_id).await?;
     publish(
         &tx,
-        "registration.cancelled",
         Some(cancelled.tenant_id),
         Some(actor),
-        payload(&cancelled, &summary),
+        DomainEvent::RegistrationCancelled(payload(&cancelled, &summary)),
     )
     .await?;
     tx.commit().await?;
@@ -409,9 +404,8 @@ pub async fn expire_due(
     let mut expired = 0;
     for id in due {
         let current = lock(&tx, id).await?;
-        if current.status != RegistrationStatus::Reserved
-            || current.expires_at.is_none_or(|e| e > now)
-        {
+        // Re-judged under the lock: it may have been paid or cancelled since the scan.
+        if !current.status.lapsed(current.expires_at, now) {
             continue;
         }
         let changed = move_to(&tx, &current, RegistrationStatus::Expired, None, now).await?;
@@ -419,10 +413,9 @@ pub async fn expire_due(
         let summary = event_summary(&tx, changed.event_id).await?;
         publish(
             &tx,
-            "reservation.expired",
             Some(changed.tenant_id),
             None,
-            payload(&changed, &summary),
+            DomainEvent::ReservationExpired(payload(&changed, &summary)),
         )
         .await?;
         expired += 1;
@@ -509,11 +502,19 @@ pub async fn check_in(
     )
     .await?;
     let summary = event_summary(&tx, changed.event_id).await?;
-    let mut data = payload(&changed, &summary);
-    data["method"] = json!(method);
-    data["checkedInBy"] = json!(staff);
-    data["checkedInAt"] = json!(now);
-    publish(&tx, "checkin.completed", Some(tenant), Some(staff), data).await?;
+    let checked_in = contract::CheckinCompleted {
+        registration: payload(&changed, &summary),
+        method,
+        checked_in_by: staff,
+        checked_in_at: now,
+    };
+    publish(
+        &tx,
+        Some(tenant),
+        Some(staff),
+        DomainEvent::CheckinCompleted(checked_in),
+    )
+    .await?;
     tx.commit().await?;
     Ok(changed)
 }

@@ -9,7 +9,9 @@ use super::registrations::{
 };
 use crate::db::{Database, Scope};
 use crate::error::Result;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
+use domain::contract::DomainEvent;
+use domain::contract::events::EventSummary;
 use domain::envelope::Envelope;
 use domain::error::Refusal;
 use domain::events::lifecycle::EventStatus;
@@ -99,7 +101,7 @@ struct Offer {
     anyone_waiting: bool,
     registered: HashSet<Uuid>,
     group_members: HashSet<Uuid>,
-    summary: serde_json::Value,
+    summary: EventSummary,
 }
 
 /// Judges and writes a batch of seat requests for one ticket type in one transaction of five
@@ -226,10 +228,7 @@ pub async fn commit_batch(
     }
 
     let status = RegistrationStatus::initial(offer.price, offer.minutes);
-    let expires_at = match status {
-        RegistrationStatus::Reserved => offer.minutes.map(|m| now + Duration::minutes(m.into())),
-        _ => None,
-    };
+    let expires_at = status.deadline(offer.minutes, now);
     let mut created: HashMap<Uuid, Registration> = HashMap::new();
     let mut records = Records::default();
     for (i, verdict) in verdicts.iter().enumerate() {
@@ -260,11 +259,10 @@ pub async fn commit_batch(
         let mut events = Vec::with_capacity(rows.len());
         for row in &rows {
             let registration = from_row(row);
-            events.push(Envelope::new(
-                "registration.created",
+            events.push(Envelope::of(
+                &DomainEvent::RegistrationCreated(payload(&registration, &offer.summary)),
                 Some(tenant),
                 Some(registration.user_id),
-                payload(&registration, &offer.summary),
             ));
             created.insert(registration.id, registration);
         }

@@ -5,8 +5,10 @@
 use crate::db::{Database, Scope};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
-use domain::events::lifecycle::final_state;
+use domain::error::Refusal;
+use domain::events::lifecycle::EventStatus;
+use domain::events::patch::may_change;
+use domain::events::ticket_types::{check_quantity, retire_instead};
 use domain::ids::{TenantId, UserId};
 use tokio_postgres::Row;
 use uuid::Uuid;
@@ -125,9 +127,8 @@ async fn lock_event(tx: &crate::Tx, event: Uuid) -> Result<()> {
         .query_opt("SELECT status FROM event_service.events WHERE id = $1 AND deleted_at IS NULL FOR UPDATE", &[&event])
         .await?
         .ok_or_else(Refusal::not_found)?;
-    let status: String = row.get(0);
-    if status == "CANCELLED" || status == "COMPLETED" {
-        return Err(final_state().into());
+    if let Ok(status) = row.get::<_, &str>(0).parse::<EventStatus>() {
+        may_change(status)?;
     }
     Ok(())
 }
@@ -195,14 +196,7 @@ pub async fn update(
 ) -> Result<TicketType> {
     let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
     let current = lock_type(&tx, event, id).await?;
-    if f.quantity < current.sold_count + current.reserved_count {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Количество мест не может быть меньше проданных и забронированных",
-            "The quantity cannot be lower than the seats sold and reserved",
-        )
-        .into());
-    }
+    check_quantity(f.quantity, current.sold_count, current.reserved_count)?;
     let row = tx
         .query_one(
             &format!(
@@ -274,7 +268,7 @@ pub async fn delete(
         )
         .await?
         .get(0);
-    let done = if referenced || current.sold_count + current.reserved_count > 0 {
+    let done = if retire_instead(referenced, current.sold_count, current.reserved_count) {
         tx.execute(
             "UPDATE event_service.ticket_types SET is_active = false, updated_at = $2 WHERE id = $1",
             &[&id, &now],

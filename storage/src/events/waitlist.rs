@@ -6,16 +6,14 @@
 use super::publish;
 use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
-use chrono::{DateTime, Duration, Utc};
-use domain::error::{ErrorCode, Refusal};
+use chrono::{DateTime, Utc};
+use domain::contract::DomainEvent;
+use domain::contract::events::{EventSummary, WaitlistOffer};
+use domain::error::Refusal;
+use domain::events::refusals::EventRefusal;
+use domain::events::waitlist::{hold, may_wait, seats_to_offer};
 use domain::ids::{TenantId, UserId};
-use serde_json::json;
 use uuid::Uuid;
-
-/// How long a freed seat is held for the notified person.
-pub fn hold() -> Duration {
-    Duration::hours(24)
-}
 
 /// A waiting-list entry.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,15 +71,7 @@ pub async fn join(
         )
         .await?
         .ok_or_else(Refusal::not_found)?;
-    let free: i32 = row.get(0);
-    if free > 0 {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Места ещё есть — зарегистрируйтесь",
-            "Seats are still available: register instead",
-        )
-        .into());
-    }
+    may_wait(row.get(0))?;
     let registered: bool = tx
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM event_service.registrations WHERE event_id = $1 AND user_id = $2
@@ -91,12 +81,7 @@ pub async fn join(
         .await?
         .get(0);
     if registered {
-        return Err(Refusal::with(
-            ErrorCode::Conflict,
-            "Вы уже зарегистрированы на это событие",
-            "You are already registered for this event",
-        )
-        .into());
+        return Err(Refusal::from(EventRefusal::AlreadyRegistered).into());
     }
     let row = tx
         .query_opt(
@@ -107,7 +92,7 @@ pub async fn join(
             &[&Uuid::now_v7(), &tenant.as_uuid(), &event, &ticket_type, &user.as_uuid(), &email, &now],
         )
         .await?
-        .ok_or_else(|| Refusal::with(ErrorCode::Conflict, "Вы уже в листе ожидания", "You are already on the waiting list"))?;
+        .ok_or_else(|| Refusal::from(EventRefusal::AlreadyWaiting))?;
     tx.commit().await?;
     Ok(from_row(&row))
 }
@@ -201,10 +186,10 @@ pub async fn notify_next(tx: &Tx, ticket_type: Uuid, now: DateTime<Utc>) -> Resu
             &[&ticket_type],
         )
         .await?;
-    let free: i32 = row.get(0);
     let open = row.get::<_, bool>(1)
         && domain::events::seats::on_sale(row.get(2), row.get(3), row.get(4), now);
-    if free <= 0 || !open {
+    let offered = seats_to_offer(row.get(0), open);
+    if offered == 0 {
         return Ok(0);
     }
     tx.execute(
@@ -224,7 +209,7 @@ pub async fn notify_next(tx: &Tx, ticket_type: Uuid, now: DateTime<Utc>) -> Resu
                               ORDER BY created_at, id LIMIT $4 FOR UPDATE)
                  RETURNING {COLUMNS}, tenant_id, email"
             ),
-            &[&ticket_type, &now, &until, &i64::from(free)],
+            &[&ticket_type, &now, &until, &offered],
         )
         .await?;
     if rows.is_empty() {
@@ -245,20 +230,29 @@ pub async fn notify_next(tx: &Tx, ticket_type: Uuid, now: DateTime<Utc>) -> Resu
                 &[&entry.event_id],
             )
             .await?;
+        let offer = WaitlistOffer {
+            entry_id: entry.id,
+            event_id: entry.event_id,
+            ticket_type_id: entry.ticket_type_id,
+            user_id: entry.user_id,
+            email,
+            expires_at: entry.expires_at,
+            event: EventSummary {
+                event_id: entry.event_id,
+                title: event.get(0),
+                starts_at: event.get(1),
+                ends_at: None,
+                timezone: Some(event.get(3)),
+                location_address: None,
+                location_url: None,
+                slug: event.get(2),
+            },
+        };
         publish(
             tx,
-            "waitlist.available",
             Some(tenant.into()),
             None,
-            json!({
-                "entryId": entry.id,
-                "eventId": entry.event_id,
-                "ticketTypeId": entry.ticket_type_id,
-                "userId": entry.user_id,
-                "email": email,
-                "expiresAt": entry.expires_at,
-                "event": {"eventId": entry.event_id, "title": event.get::<_, String>(0), "startsAt": event.get::<_, DateTime<Utc>>(1), "slug": event.get::<_, String>(2), "timezone": event.get::<_, String>(3)},
-            }),
+            DomainEvent::WaitlistAvailable(offer),
         )
         .await?;
     }

@@ -6,11 +6,13 @@ use super::{publish, random_code};
 use crate::db::{Database, Scope, page};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
+use domain::contract::DomainEvent;
+use domain::contract::identity::{GroupMemberAdded, GroupState};
+use domain::error::Refusal;
+use domain::identity::refusals::IdentityRefusal;
 use domain::ids::{TenantId, UserId};
 use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
 use domain::roles::Role;
-use serde_json::json;
 use tokio_postgres::{Client, Row};
 use uuid::Uuid;
 
@@ -138,10 +140,13 @@ pub async fn create(
     let group = from_row(&row);
     publish(
         &tx,
-        "group.created",
         Some(org),
         Some(caller),
-        json!({"groupId": group.id, "organizationId": org, "name": group.name}),
+        DomainEvent::GroupCreated(GroupState {
+            group_id: group.id,
+            organization_id: org,
+            name: group.name.clone(),
+        }),
     )
     .await?;
     tx.commit().await?;
@@ -221,10 +226,13 @@ pub async fn delete(db: &Database, id: Uuid, caller: UserId) -> Result<()> {
         .await?;
     publish(
         &tx,
-        "group.deleted",
         Some(group.organization_id),
         Some(caller),
-        json!({"groupId": id, "organizationId": group.organization_id, "name": group.name}),
+        DomainEvent::GroupDeleted(GroupState {
+            group_id: id,
+            organization_id: group.organization_id,
+            name: group.name.clone(),
+        }),
     )
     .await?;
     tx.commit().await?;
@@ -295,19 +303,18 @@ pub async fn join(db: &Database, code: &str, user: UserId, now: DateTime<Utc>) -
         )
         .await?;
     if added == 0 {
-        return Err(Refusal::with(
-            ErrorCode::Conflict,
-            "Вы уже состоите в этой группе",
-            "You are already a member of this group",
-        )
-        .into());
+        return Err(Refusal::from(IdentityRefusal::AlreadyInGroup).into());
     }
     publish(
         &tx,
-        "group.member.added",
         Some(group.organization_id),
         Some(user),
-        json!({"groupId": group.id, "organizationId": group.organization_id, "groupName": group.name, "userId": user}),
+        DomainEvent::GroupMemberAdded(GroupMemberAdded {
+            group_id: group.id,
+            organization_id: group.organization_id,
+            group_name: group.name.clone(),
+            user_id: user,
+        }),
     )
     .await?;
     tx.commit().await?;

@@ -6,12 +6,14 @@ use super::{publish, random_code};
 use crate::db::{Database, Scope};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
+use domain::contract::DomainEvent;
+use domain::contract::identity::MemberAdded;
+use domain::error::Refusal;
 use domain::identity::limits;
 use domain::identity::members::may_invite_as;
+use domain::identity::refusals::IdentityRefusal;
 use domain::ids::{TenantId, UserId};
 use domain::roles::Role;
-use serde_json::json;
 use uuid::Uuid;
 
 /// Length of an organization invite code.
@@ -113,20 +115,10 @@ pub async fn join(
         updated_at: row.get(14),
     };
     if used_at.is_some() {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Приглашение уже использовано",
-            "The invite was already used",
-        )
-        .into());
+        return Err(Refusal::from(IdentityRefusal::InviteUsed).into());
     }
     if expires_at <= now {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Срок действия приглашения истёк",
-            "The invite has expired",
-        )
-        .into());
+        return Err(Refusal::from(IdentityRefusal::InviteExpired).into());
     }
     let added = tx
         .execute(
@@ -136,12 +128,7 @@ pub async fn join(
         )
         .await?;
     if added == 0 {
-        return Err(Refusal::with(
-            ErrorCode::Conflict,
-            "Вы уже состоите в этой организации",
-            "You are already a member of this organization",
-        )
-        .into());
+        return Err(Refusal::from(IdentityRefusal::AlreadyMember).into());
     }
     tx.execute(
         "UPDATE user_service.organization_invites SET used_at = $2, used_by = $3 WHERE id = $1",
@@ -150,10 +137,15 @@ pub async fn join(
     .await?;
     publish(
         &tx,
-        "organization.member.added",
         Some(org.id),
         Some(user),
-        json!({"organizationId": org.id, "organizationName": org.name, "userId": user, "role": role, "invitedBy": invited_by}),
+        DomainEvent::MemberAdded(MemberAdded {
+            organization_id: org.id,
+            organization_name: org.name.clone(),
+            user_id: user,
+            role,
+            invited_by: Some(UserId(invited_by)),
+        }),
     )
     .await?;
     tx.commit().await?;

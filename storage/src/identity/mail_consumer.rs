@@ -6,32 +6,23 @@
 //! the claim and sends nothing. (If the commit itself fails after a send, the mail goes out
 //! twice: a duplicate mail is better than a lost one.)
 
-use crate::broker::{Handler, HandlerError, Outage};
-use crate::db::{Database, Schema, Scope};
-use crate::inbox;
+use crate::broker::{HandlerError, Outage};
+use crate::db::{Schema, Scope, Tx};
+use crate::inbox::{Projection, Received};
 use crate::mail::{Mail, Mailer};
 use async_trait::async_trait;
-use domain::envelope::Envelope;
-use domain::identity::mail_request::{EVENT_TYPE, MailRequest};
+use domain::contract::{DomainEvent, Kind};
 
-/// The consumer name (queue `bilet.identity-mail`).
-pub const CONSUMER: &str = "identity-mail";
-
-/// The routing keys it listens to.
-pub const PATTERNS: &[&str] = &[EVENT_TYPE];
-
-/// Renders and sends requested mails.
+/// Renders and sends requested mails (consumer `identity-mail`).
 pub struct MailSender {
-    db: Database,
     mailer: Mailer,
     public_url: String,
 }
 
 impl MailSender {
     /// A consumer sending through `mailer`, with links under `public_url`.
-    pub fn new(db: Database, mailer: Mailer, public_url: &str) -> MailSender {
+    pub fn new(mailer: Mailer, public_url: &str) -> MailSender {
         MailSender {
-            db,
             mailer,
             public_url: public_url.to_string(),
         }
@@ -39,43 +30,44 @@ impl MailSender {
 }
 
 #[async_trait]
-impl Handler for MailSender {
-    async fn handle(&self, event: &Envelope) -> Result<(), HandlerError> {
-        if event.event_type != EVENT_TYPE {
+impl Projection for MailSender {
+    const NAME: &'static str = "identity-mail";
+    const SCHEMA: Schema = Schema::UserService;
+    const TAKES: &'static [Kind] = &[Kind::MailRequested];
+    type Done = ();
+
+    fn scope(&self, _: &Received<'_>) -> Result<Scope, HandlerError> {
+        Ok(Scope::anonymous())
+    }
+
+    async fn apply(&self, tx: &Tx, received: &Received<'_>) -> Result<(), HandlerError> {
+        let DomainEvent::MailRequested(request) = &received.event else {
             return Ok(());
-        }
-        let request: MailRequest = serde_json::from_value(event.data.clone())
-            .map_err(|e| format!("{EVENT_TYPE} {} is malformed: {e}", event.id))?;
-        let tx = self.db.begin(Scope::anonymous()).await?;
-        // The claim's row stays locked until commit, so a second delivery of the same event
-        // running meanwhile waits here instead of sending a second mail.
-        if !inbox::claim(&tx, Schema::UserService, CONSUMER, event.id).await? {
-            return Ok(());
-        }
+        };
+        let id = received.envelope.id;
         let (subject, body) = request.render(&self.public_url);
         let mail = Mail {
-            to: request.to,
+            to: request.to.clone(),
             subject,
             body,
         };
         if let Err(e) = self.mailer.send(&mail).await {
-            // Dropping `tx` rolls the claim back. A mail server that is down is an outage:
+            // The error rolls the claim back. A mail server that is down is an outage:
             // retried until it is back, never dead-lettered; a refused mail is retried a few
             // times and then parked in the dead-letter queue.
             return Err(if e.is_temporary() {
                 Box::new(Outage(format!("mail not sent: {e}")))
             } else {
-                format!("mail {} refused: {e}", event.id).into()
+                format!("mail {id} refused: {e}").into()
             });
         }
         // The token has done its job; the outbox row need not keep a usable link until the
         // relay purges it.
         tx.execute(
             "UPDATE user_service.outbox SET data = data - 'token' WHERE id = $1",
-            &[&event.id.as_uuid()],
+            &[&id.as_uuid()],
         )
         .await?;
-        tx.commit().await?;
         Ok(())
     }
 }

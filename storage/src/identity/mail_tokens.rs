@@ -9,10 +9,12 @@ use super::publish;
 use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
+use domain::contract::DomainEvent;
+use domain::error::Refusal;
 use domain::i18n::Lang;
 use domain::identity::limits;
-use domain::identity::mail_request::{EVENT_TYPE, MailRequest};
+use domain::identity::mail_request::MailRequest;
+use domain::identity::refusals::IdentityRefusal;
 use domain::ids::UserId;
 use uuid::Uuid;
 
@@ -58,7 +60,7 @@ pub(crate) async fn issue(
         token,
         first_name: to.first_name.to_string(),
     };
-    publish(tx, EVENT_TYPE, None, Some(to.user), request.to_event_data()).await?;
+    publish(tx, None, Some(to.user), DomainEvent::MailRequested(request)).await?;
     Ok(())
 }
 
@@ -117,11 +119,7 @@ pub async fn request(
 }
 
 fn unusable() -> Refusal {
-    Refusal::with(
-        ErrorCode::BusinessRule,
-        "Ссылка недействительна, уже использована или истекла",
-        "The link is invalid, already used or expired",
-    )
+    Refusal::from(IdentityRefusal::MailLinkUnusable)
 }
 
 /// Spends a token of `kind` inside `tx`; returns its user.

@@ -6,12 +6,13 @@ use super::publish;
 use crate::db::{Database, Scope, page};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
+use domain::contract::DomainEvent;
+use domain::contract::identity::{MemberRemoved, MemberRoleChanged};
 use domain::error::Refusal;
 use domain::identity::members::{may_change_role, may_remove};
 use domain::ids::{TenantId, UserId};
 use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
 use domain::roles::Role;
-use serde_json::json;
 use tokio_postgres::Row;
 
 /// Sortable fields of the member list.
@@ -122,10 +123,14 @@ pub async fn change_role(
     .await?;
     publish(
         &tx,
-        "organization.member.role.changed",
         Some(org),
         Some(caller),
-        json!({"organizationId": org, "userId": target, "oldRole": old, "role": role}),
+        DomainEvent::MemberRoleChanged(MemberRoleChanged {
+            organization_id: org,
+            user_id: target,
+            old_role: old,
+            role,
+        }),
     )
     .await?;
     tx.commit().await?;
@@ -151,10 +156,15 @@ pub async fn remove(
     .await?;
     publish(
         &tx,
-        "organization.member.removed",
         Some(org),
         Some(caller),
-        json!({"organizationId": org, "userId": target, "role": role, "removedAt": now}),
+        DomainEvent::MemberRemoved(MemberRemoved {
+            organization_id: org,
+            user_id: target,
+            role,
+            removed_at: Some(now),
+            reason: None,
+        }),
     )
     .await?;
     tx.commit().await?;

@@ -13,21 +13,21 @@ pub mod sessions;
 pub mod users;
 
 use crate::db::{DbError, Schema, Tx};
+use domain::contract::DomainEvent;
 use domain::envelope::Envelope;
 use domain::ids::{TenantId, UserId};
 
 /// Writes an identity event into the outbox of `tx`.
 pub(crate) async fn publish(
     tx: &Tx,
-    event_type: &str,
     tenant: Option<TenantId>,
     actor: Option<UserId>,
-    data: serde_json::Value,
+    event: DomainEvent,
 ) -> Result<(), DbError> {
     crate::outbox::enqueue(
         tx,
         Schema::UserService,
-        &Envelope::new(event_type, tenant, actor, data),
+        &Envelope::of(&event, tenant, actor),
     )
     .await
 }

@@ -4,7 +4,10 @@ use super::publish;
 use crate::db::{Database, Scope, page};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
+use domain::contract::DomainEvent;
+use domain::contract::identity::{OrganizationCreated, OrganizationDeleted, OrganizationUpdated};
+use domain::error::Refusal;
+use domain::identity::refusals::IdentityRefusal;
 use domain::ids::{TenantId, UserId};
 use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
 use domain::roles::Role;
@@ -125,13 +128,7 @@ pub async fn create_from_request(
             &[&user.as_uuid(), &request_id],
         )
         .await?
-        .ok_or_else(|| {
-            Refusal::with(
-                ErrorCode::BusinessRule,
-                "Нет одобренной заявки на создание организации",
-                "There is no approved organization request to create from",
-            )
-        })?;
+        .ok_or_else(|| Refusal::from(IdentityRefusal::NoApprovedRequest))?;
     let request_id: Uuid = request.get(0);
     let name: String = request.get(1);
     let slug: String = request.get(2);
@@ -149,12 +146,7 @@ pub async fn create_from_request(
         )
         .await?;
     let Some(row) = inserted else {
-        return Err(Refusal::with(
-            ErrorCode::Conflict,
-            "Этот адрес (slug) уже занят",
-            "This slug is already taken",
-        )
-        .into());
+        return Err(Refusal::from(IdentityRefusal::SlugTaken).into());
     };
     let org = from_row(&row);
     tx.execute(
@@ -170,10 +162,15 @@ pub async fn create_from_request(
     .await?;
     publish(
         &tx,
-        "organization.created",
         Some(id),
         Some(user),
-        json!({"organizationId": id, "name": org.name, "slug": org.slug, "ownerId": user, "requestId": request_id}),
+        DomainEvent::OrganizationCreated(OrganizationCreated {
+            organization_id: id,
+            name: org.name.clone(),
+            slug: org.slug.clone(),
+            owner_id: user,
+            request_id: Some(request_id),
+        }),
     )
     .await?;
     tx.commit().await?;
@@ -270,10 +267,15 @@ pub async fn update(
     let org = from_row(&row);
     publish(
         &tx,
-        "organization.updated",
         Some(id),
         Some(user),
-        json!({"organizationId": id, "name": org.name, "slug": org.slug, "logoId": org.logo_id, "logoUrl": org.logo_url}),
+        DomainEvent::OrganizationUpdated(OrganizationUpdated {
+            organization_id: id,
+            name: org.name.clone(),
+            slug: org.slug.clone(),
+            logo_id: org.logo_id,
+            logo_url: org.logo_url.clone(),
+        }),
     )
     .await?;
     tx.commit().await?;
@@ -294,10 +296,13 @@ pub async fn delete(db: &Database, id: TenantId, user: UserId, now: DateTime<Utc
     let (name, slug): (String, String) = (row.get(0), row.get(1));
     publish(
         &tx,
-        "organization.deleted",
         Some(id),
         Some(user),
-        json!({"organizationId": id, "name": name, "slug": slug}),
+        DomainEvent::OrganizationDeleted(OrganizationDeleted {
+            organization_id: id,
+            name,
+            slug,
+        }),
     )
     .await?;
     tx.commit().await?;

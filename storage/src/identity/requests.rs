@@ -5,12 +5,14 @@ use super::publish;
 use crate::db::{Database, Scope, page};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
+use domain::contract::DomainEvent;
+use domain::contract::identity::{RequestCreated, RequestReviewed};
+use domain::error::Refusal;
 use domain::identity::limits;
+use domain::identity::refusals::IdentityRefusal;
 use domain::identity::requests::{RequestStatus, Review};
 use domain::ids::UserId;
 use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
-use serde_json::json;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
@@ -89,11 +91,7 @@ fn from_row(row: &Row) -> OrgRequest {
 }
 
 fn slug_taken() -> Refusal {
-    Refusal::with(
-        ErrorCode::Conflict,
-        "Этот адрес (slug) уже занят",
-        "This slug is already taken",
-    )
+    Refusal::from(IdentityRefusal::SlugTaken)
 }
 
 /// Whether `slug` is taken for `user`: by an organization, a pending request, or another
@@ -141,12 +139,7 @@ pub async fn submit(
         .await?
         .get(0);
     if pending {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "У вас уже есть заявка на рассмотрении",
-            "You already have a pending request",
-        )
-        .into());
+        return Err(Refusal::from(IdentityRefusal::RequestPending).into());
     }
     if slug_in_use(&tx, slug, user, now).await? {
         return Err(slug_taken().into());
@@ -170,10 +163,14 @@ pub async fn submit(
     };
     publish(
         &tx,
-        "organization.request.created",
         None,
         Some(user),
-        json!({"requestId": request.id, "userId": user, "name": name, "slug": slug}),
+        DomainEvent::OrganizationRequested(RequestCreated {
+            request_id: request.id,
+            user_id: user,
+            name: name.to_string(),
+            slug: slug.to_string(),
+        }),
     )
     .await?;
     tx.commit().await?;
@@ -234,13 +231,10 @@ pub async fn review(
         .await?
         .ok_or_else(Refusal::not_found)?;
     let current = from_row(&row);
-    let next = current.status.review(decision).ok_or_else(|| {
-        Refusal::with(
-            ErrorCode::BusinessRule,
-            "Заявка уже рассмотрена",
-            "The request has already been reviewed",
-        )
-    })?;
+    let next = current
+        .status
+        .review(decision)
+        .ok_or_else(|| Refusal::from(IdentityRefusal::RequestReviewed))?;
     let reserved_until =
         (next == RequestStatus::Approved).then(|| now + limits::slug_reservation());
     let row = tx
@@ -254,25 +248,19 @@ pub async fn review(
         )
         .await?;
     let reviewed = from_row(&row);
-    let event = match next {
-        RequestStatus::Approved => "organization.request.approved",
-        _ => "organization.request.rejected",
+    let review = RequestReviewed {
+        request_id: id,
+        user_id: reviewed.user_id,
+        name: reviewed.name.clone(),
+        slug: reviewed.slug.clone(),
+        reason: comment.map(str::to_string),
+        reserved_until,
     };
-    publish(
-        &tx,
-        event,
-        None,
-        Some(admin),
-        json!({
-            "requestId": id,
-            "userId": reviewed.user_id,
-            "name": reviewed.name,
-            "slug": reviewed.slug,
-            "reason": comment,
-            "reservedUntil": reserved_until,
-        }),
-    )
-    .await?;
+    let event = match next {
+        RequestStatus::Approved => DomainEvent::OrganizationRequestApproved(review),
+        _ => DomainEvent::OrganizationRequestRejected(review),
+    };
+    publish(&tx, None, Some(admin), event).await?;
     tx.commit().await?;
     Ok(reviewed)
 }

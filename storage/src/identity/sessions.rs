@@ -7,8 +7,9 @@ use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
+use domain::error::Refusal;
 use domain::identity::limits;
+use domain::identity::refusals::IdentityRefusal;
 use domain::ids::{TenantId, UserId};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -46,11 +47,7 @@ fn new_token() -> String {
 }
 
 fn invalid() -> Refusal {
-    Refusal::with(
-        ErrorCode::Unauthorized,
-        "Токен обновления недействителен или истёк",
-        "The refresh token is invalid or expired",
-    )
+    Refusal::from(IdentityRefusal::RefreshTokenInvalid)
 }
 
 async fn insert(

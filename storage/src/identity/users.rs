@@ -6,11 +6,14 @@ use super::publish;
 use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::{ErrorCode, Refusal};
+use domain::contract::DomainEvent;
+use domain::contract::identity::{MemberRemoved, UserChange, UserChanged};
+use domain::error::Refusal;
 use domain::i18n::Lang;
 use domain::identity::limits;
+use domain::identity::refusals::IdentityRefusal;
 use domain::ids::UserId;
-use serde_json::json;
+use domain::roles::Role;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
@@ -67,16 +70,18 @@ fn from_row(row: &Row) -> User {
     }
 }
 
-fn event_data(user: &User, method: &str) -> serde_json::Value {
-    json!({
-        "userId": user.id,
-        "email": user.email,
-        "firstName": user.first_name,
-        "lastName": user.last_name,
-        "messengerId": user.messenger_id,
-        "avatarId": user.avatar_id,
-        "method": method,
-    })
+/// What other services learn of a user after `method` changed them.
+fn changed(user: &User, method: UserChange) -> UserChanged {
+    UserChanged {
+        user_id: user.id,
+        email: user.email.clone(),
+        first_name: user.first_name.clone(),
+        last_name: user.last_name.clone(),
+        messenger_id: user.messenger_id.clone(),
+        avatar_id: user.avatar_id,
+        method: Some(method),
+        deleted: false,
+    }
 }
 
 /// An active (not deleted) user by id.
@@ -160,12 +165,7 @@ async fn insert_email_account(
         )
         .await?;
     if inserted.is_none() {
-        return Err(Refusal::with(
-            ErrorCode::Conflict,
-            "Пользователь с таким email уже существует",
-            "A user with this email already exists",
-        )
-        .into());
+        return Err(Refusal::from(IdentityRefusal::EmailTaken).into());
     }
     let row = tx
         .query_one(
@@ -176,10 +176,9 @@ async fn insert_email_account(
     let user = from_row(&row);
     publish(
         tx,
-        "user.registered",
         None,
         Some(user.id),
-        event_data(&user, "EMAIL"),
+        DomainEvent::UserRegistered(changed(&user, UserChange::Email)),
     )
     .await?;
     Ok(user)
@@ -204,12 +203,7 @@ pub async fn messenger_sign_in(
     if let Some(row) = existing {
         let deleted: Option<DateTime<Utc>> = row.get(13);
         if deleted.is_some() {
-            return Err(Refusal::with(
-                ErrorCode::Unauthorized,
-                "Учётная запись удалена",
-                "This account was deleted",
-            )
-            .into());
+            return Err(Refusal::from(IdentityRefusal::AccountDeleted).into());
         }
         let user = from_row(&row);
         tx.execute(
@@ -235,10 +229,9 @@ pub async fn messenger_sign_in(
     let user = from_row(&row);
     publish(
         &tx,
-        "user.registered",
         None,
         Some(user.id),
-        event_data(&user, "MESSENGER"),
+        DomainEvent::UserRegistered(changed(&user, UserChange::Messenger)),
     )
     .await?;
     tx.commit().await?;
@@ -325,10 +318,9 @@ pub async fn update_profile(
     let user = from_row(&row);
     publish(
         &tx,
-        "user.updated",
         None,
         Some(id),
-        event_data(&user, "PROFILE"),
+        DomainEvent::UserUpdated(changed(&user, UserChange::Profile)),
     )
     .await?;
     tx.commit().await?;
@@ -370,12 +362,7 @@ pub async fn soft_delete(db: &Database, id: UserId, now: DateTime<Utc>) -> Resul
         .await?
         .get(0);
     if owns > 0 {
-        return Err(Refusal::with(
-            ErrorCode::BusinessRule,
-            "Сначала удалите организации, которыми вы владеете",
-            "Delete the organizations you own first",
-        )
-        .into());
+        return Err(Refusal::from(IdentityRefusal::OwnsOrganizations).into());
     }
     let removed = tx
         .query(
@@ -388,10 +375,15 @@ pub async fn soft_delete(db: &Database, id: UserId, now: DateTime<Utc>) -> Resul
         let role: String = row.get(1);
         publish(
             &tx,
-            "organization.member.removed",
             Some(org.into()),
             Some(id),
-            json!({"organizationId": org, "userId": id, "role": role, "reason": "ACCOUNT_DELETED"}),
+            DomainEvent::MemberRemoved(MemberRemoved {
+                organization_id: org.into(),
+                user_id: id,
+                role: role.parse().unwrap_or(Role::Moderator),
+                removed_at: Some(now),
+                reason: Some("ACCOUNT_DELETED".into()),
+            }),
         )
         .await?;
     }
@@ -408,10 +400,9 @@ pub async fn soft_delete(db: &Database, id: UserId, now: DateTime<Utc>) -> Resul
     super::sessions::end_all(&tx, id, now).await?;
     publish(
         &tx,
-        "user.updated",
         None,
         Some(id),
-        json!({"userId": id, "deleted": true}),
+        DomainEvent::UserUpdated(UserChanged::deleted(id)),
     )
     .await?;
     tx.commit().await?;

@@ -9,108 +9,74 @@
 //! to take another owner's file over.
 
 use super::files;
-use crate::broker::{Handler, HandlerError};
-use crate::db::{Database, Schema, Scope};
-use crate::inbox;
+use crate::broker::HandlerError;
+use crate::db::{Schema, Tx};
+use crate::inbox::{Projection, Received};
 use async_trait::async_trait;
-use domain::envelope::Envelope;
-use domain::ids::{TenantId, UserId};
+use domain::contract::{DomainEvent, Kind};
 use domain::media::Attachment;
 use domain::media::attachable::Holder;
-use uuid::Uuid;
 
-/// The consumer name (queue `bilet.media`).
-pub const CONSUMER: &str = "media";
-
-/// The routing keys it listens to.
-pub const PATTERNS: &[&str] = &[
-    "event.created",
-    "event.cover.changed",
-    "event.deleted",
-    "organization.updated",
-    "organization.deleted",
-    "user.updated",
-];
-
-/// Keeps attachments in step with the services that own the entities.
-pub struct Attachments {
-    db: Database,
-}
-
-impl Attachments {
-    /// A consumer writing through `db`.
-    pub fn new(db: Database) -> Attachments {
-        Attachments { db }
-    }
-}
-
-fn uuid_at(event: &Envelope, field: &str) -> Option<Uuid> {
-    event.data[field].as_str().and_then(|s| s.parse().ok())
-}
+/// Keeps attachments in step with the services that own the entities (consumer `media`).
+/// Files of any owner can be named, so it writes across tenants.
+pub struct Attachments;
 
 #[async_trait]
-impl Handler for Attachments {
-    async fn handle(&self, event: &Envelope) -> Result<(), HandlerError> {
+impl Projection for Attachments {
+    const NAME: &'static str = "media";
+    const SCHEMA: Schema = Schema::MediaService;
+    const TAKES: &'static [Kind] = &[
+        Kind::EventCreated,
+        Kind::EventCoverChanged,
+        Kind::EventDeleted,
+        Kind::OrganizationUpdated,
+        Kind::OrganizationDeleted,
+        Kind::UserUpdated,
+    ];
+    type Done = ();
+
+    async fn apply(&self, tx: &Tx, received: &Received<'_>) -> Result<(), HandlerError> {
         // Who owns the entity, and so whose files it may point at.
-        let event_tenant = event.tenant_id.map(Holder::Organization);
-        let (kind, entity, file, holder) = match event.event_type.as_str() {
-            "event.created" | "event.cover.changed" => (
+        let event_tenant = received.envelope.tenant_id.map(Holder::Organization);
+        let (kind, entity, file, holder) = match &received.event {
+            DomainEvent::EventCreated(e) => (
                 Attachment::EventCover,
-                uuid_at(event, "eventId"),
-                uuid_at(event, "coverImageId"),
+                e.event_id,
+                e.cover_image_id,
                 event_tenant,
             ),
-            "event.deleted" => (
+            DomainEvent::EventCoverChanged(c) => (
                 Attachment::EventCover,
-                uuid_at(event, "eventId"),
-                None,
-                None,
+                c.event_id,
+                c.cover_image_id,
+                event_tenant,
             ),
-            "organization.updated" => {
-                // An organization's id is its tenant id.
-                let org = uuid_at(event, "organizationId");
-                (
-                    Attachment::OrganizationLogo,
-                    org,
-                    uuid_at(event, "logoId"),
-                    org.map(|o| Holder::Organization(TenantId(o))),
-                )
-            }
-            "organization.deleted" => (
+            DomainEvent::EventDeleted(e) => (Attachment::EventCover, e.event_id, None, None),
+            // An organization's id is its tenant id.
+            DomainEvent::OrganizationUpdated(o) => (
                 Attachment::OrganizationLogo,
-                uuid_at(event, "organizationId"),
+                o.organization_id.as_uuid(),
+                o.logo_id,
+                Some(Holder::Organization(o.organization_id)),
+            ),
+            DomainEvent::OrganizationDeleted(o) => (
+                Attachment::OrganizationLogo,
+                o.organization_id.as_uuid(),
                 None,
                 None,
             ),
-            "user.updated" => {
-                let deleted = event.data["deleted"].as_bool() == Some(true);
-                let user = uuid_at(event, "userId");
-                (
-                    Attachment::UserAvatar,
-                    user,
-                    if deleted {
-                        None
-                    } else {
-                        uuid_at(event, "avatarId")
-                    },
-                    user.map(|u| Holder::User(UserId(u))),
-                )
-            }
+            DomainEvent::UserUpdated(u) => (
+                Attachment::UserAvatar,
+                u.user_id.as_uuid(),
+                if u.deleted { None } else { u.avatar_id },
+                Some(Holder::User(u.user_id)),
+            ),
             _ => return Ok(()),
         };
-        let Some(entity) = entity else {
-            return Err(format!("{} without the entity id", event.event_type).into());
-        };
-        // Files of any owner can be named, so the projection writes across tenants.
-        let tx = self.db.begin(Scope::system()).await?;
-        if !inbox::claim(&tx, Schema::MediaService, CONSUMER, event.id).await? {
-            return Ok(());
-        }
         // A file without a known holder is attached to nothing; what the entity had before is
         // let go all the same, since it no longer points at it.
         let file = file.and_then(|f| holder.map(|h| (f, h)));
-        files::attach(&tx, kind, entity, file, event.occurred_at).await?;
-        tx.commit().await?;
+        files::attach(tx, kind, entity, file, received.envelope.occurred_at).await?;
         Ok(())
     }
 }

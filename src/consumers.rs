@@ -1,0 +1,52 @@
+//! The broker consumers a node runs: each service declares one projection, and every
+//! projection sits behind the same inbox (`storage::inbox::Inbox`).
+
+use domain::config::Service;
+use http::AppState;
+use storage::broker::Subscription;
+use storage::inbox::Inbox;
+
+/// The subscriptions of the services in `services`.
+pub fn for_node(state: &AppState, services: &[Service]) -> Vec<Subscription> {
+    let db = || state.db.clone();
+    let public_url = &state.config.http.public_url;
+    services
+        .iter()
+        .filter_map(|service| match service {
+            Service::Gateway => None,
+            Service::Identity => Some(Inbox::subscription(
+                db(),
+                storage::identity::mail_consumer::MailSender::new(
+                    state.mailer.clone(),
+                    public_url,
+                ),
+            )),
+            Service::Events => Some(Inbox::subscription(
+                db(),
+                storage::events::consumers::Projections,
+            )),
+            Service::Media => Some(Inbox::subscription(
+                db(),
+                storage::media::consumers::Attachments,
+            )),
+            Service::Analytics => state.analytics.as_ref().map(|parts| {
+                Inbox::subscription(
+                    db(),
+                    analytics::consumers::Recorder::new(db(), parts.store.clone()),
+                )
+            }),
+            Service::Notifications => state.notifications.as_ref().map(|parts| {
+                Inbox::subscription(
+                    db(),
+                    messenger::consumers::Notifier::new(
+                        parts.queue.clone(),
+                        parts.telegram.is_on(),
+                        public_url,
+                        state.mailer.clone(),
+                        state.clock.clone(),
+                    ),
+                )
+            }),
+        })
+        .collect()
+}

@@ -1,0 +1,180 @@
+//! The periodic jobs of each service, declared where one can read them side by side; a node
+//! runs the jobs of the services it runs (and its own outbox gauge), so a schema is cleaned
+//! wherever its service runs and nowhere else.
+
+use domain::config::Service;
+use http::AppState;
+use std::time::Duration;
+use storage::Schema;
+use storage::jobs::{Job, Outcome, Schedule};
+
+const MINUTE: Schedule = Schedule::Every(Duration::from_secs(60));
+const HOURLY: Schedule = Schedule::Every(Duration::from_secs(3600));
+const DAILY: Schedule = Schedule::Every(Duration::from_secs(24 * 3600));
+/// How often the outbox backlog gauge is refreshed.
+const BACKLOG: Schedule = Schedule::Every(Duration::from_secs(10));
+/// Analytics records older than this many days are removed.
+const ANALYTICS_RETENTION_DAYS: i64 = 365;
+
+/// The jobs of the services this node runs, then the node's own.
+pub fn for_node(state: &AppState, services: &[Service]) -> Vec<Job> {
+    let mut jobs: Vec<Job> = services
+        .iter()
+        .flat_map(|service| of_service(state, *service))
+        .collect();
+    jobs.push(outbox_backlog(state, services));
+    jobs
+}
+
+/// The jobs one service declares.
+pub fn of_service(state: &AppState, service: Service) -> Vec<Job> {
+    match service {
+        Service::Gateway => Vec::new(),
+        Service::Identity => identity(state),
+        Service::Events => events(state),
+        Service::Notifications => notifications(state),
+        Service::Media => media(state),
+        Service::Analytics => analytics(state),
+    }
+}
+
+fn identity(state: &AppState) -> Vec<Job> {
+    let s = state.clone();
+    vec![
+        // Refresh tokens past their expiry, and mail tokens a day past theirs.
+        Job::new("identity.expired_tokens", HOURLY, move || {
+            let s = s.clone();
+            async move { count(storage::identity::sessions::purge_expired(&s.db, s.clock.now()).await) }
+        }),
+        idempotency_keys("identity.idempotency_keys", state, Schema::UserService),
+    ]
+}
+
+fn events(state: &AppState) -> Vec<Job> {
+    let (complete, remind, seats) = (state.clone(), state.clone(), state.clone());
+    vec![
+        // Published events whose end has passed become completed.
+        Job::new("events.complete_ended", MINUTE, move || {
+            let s = complete.clone();
+            async move { count(storage::events::catalog::complete_ended(&s.db, s.clock.now()).await) }
+        }),
+        // Reminders of events starting within 24 hours, once each (remembered in the database).
+        Job::new("events.reminders", MINUTE, move || {
+            let s = remind.clone();
+            async move { count(storage::events::catalog::remind_due(&s.db, s.clock.now()).await) }
+        }),
+        // Seat requests keep their own idempotency records, with the same lifetime as keys.
+        Job::new("events.seat_requests", HOURLY, move || {
+            let s = seats.clone();
+            async move {
+                let hours = s.config.http.idempotency_ttl_hours;
+                count(storage::events::seats::purge(&s.db, hours).await)
+            }
+        }),
+        idempotency_keys("events.idempotency_keys", state, Schema::EventService),
+    ]
+}
+
+fn notifications(state: &AppState) -> Vec<Job> {
+    vec![idempotency_keys(
+        "notifications.idempotency_keys",
+        state,
+        Schema::NotificationService,
+    )]
+}
+
+fn media(state: &AppState) -> Vec<Job> {
+    let s = state.clone();
+    vec![
+        // Files uploaded but never attached, once they are older than a day.
+        Job::new(
+            "media.cleanup",
+            Schedule::DailyAt(domain::media::CLEANUP_AT),
+            move || {
+                let s = s.clone();
+                async move {
+                    storage::media::uploads::cleanup(&s.db, &s.objects, s.clock.now())
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+            },
+        ),
+        idempotency_keys("media.idempotency_keys", state, Schema::MediaService),
+    ]
+}
+
+fn analytics(state: &AppState) -> Vec<Job> {
+    let s = state.clone();
+    vec![
+        Job::new("analytics.retention", DAILY, move || {
+            let s = s.clone();
+            async move {
+                // The store exists on every node that runs the analytics service.
+                let Some(parts) = &s.analytics else {
+                    return Err("the analytics store is not started".to_string());
+                };
+                let before = s.clock.now() - chrono::Duration::days(ANALYTICS_RETENTION_DAYS);
+                // The store does not say how many records went.
+                parts
+                    .store
+                    .purge(before)
+                    .await
+                    .map(|()| 0)
+                    .map_err(|e| e.to_string())
+            }
+        }),
+        idempotency_keys(
+            "analytics.idempotency_keys",
+            state,
+            Schema::AnalyticsService,
+        ),
+    ]
+}
+
+/// Keys of `X-Idempotency-Key` older than their lifetime, in one service's schema.
+fn idempotency_keys(name: &'static str, state: &AppState, schema: Schema) -> Job {
+    let s = state.clone();
+    Job::new(name, HOURLY, move || {
+        let s = s.clone();
+        async move {
+            let hours = s.config.http.idempotency_ttl_hours;
+            count(storage::idempotency::purge(&s.db, schema, hours).await)
+        }
+    })
+}
+
+/// Keeps `bilet_outbox_backlog` at the number of this node's events the broker has not
+/// confirmed yet (a growing figure means the broker is unreachable).
+fn outbox_backlog(state: &AppState, services: &[Service]) -> Job {
+    let s = state.clone();
+    let schemas: Vec<Schema> = services
+        .iter()
+        .filter_map(|service| service.schema())
+        .filter_map(Schema::from_name)
+        .collect();
+    Job::new("node.outbox_backlog", BACKLOG, move || {
+        let s = s.clone();
+        let schemas = schemas.clone();
+        async move {
+            let mut total = 0;
+            for schema in schemas {
+                match storage::outbox::backlog(&s.db, schema).await {
+                    Ok(n) => total += n,
+                    // Every 10 s: a warning each time the database blinks would drown the log.
+                    Err(e) => tracing::debug!(error = %e, "outbox backlog not read"),
+                }
+            }
+            s.metrics.outbox_backlog.set(total);
+            // A gauge, not work done: nothing to report.
+            Ok(0)
+        }
+    })
+}
+
+/// A count of removed or changed rows as the runner reports it.
+fn count<N: TryInto<usize>, E: std::fmt::Display>(result: Result<N, E>) -> Outcome {
+    match result {
+        Ok(n) => Ok(n.try_into().unwrap_or(usize::MAX)),
+        Err(e) => Err(e.to_string()),
+    }
+}

@@ -1,0 +1,136 @@
+//! The periodic jobs: a node declares the jobs of the services it runs and no others, and
+//! those jobs clean their own service's schema.
+
+use crate::support::{TestDb, eventually};
+use bilet::node::{self, Node};
+use domain::config::{NodeConfig, Service};
+
+/// A node running only `services`.
+async fn node_of(t: &TestDb, services: &[Service]) -> Node {
+    let mut config = t.config.clone();
+    config.nodes.push(NodeConfig {
+        name: "partial".into(),
+        services: services.to_vec(),
+    });
+    config.node = "partial".into();
+    node::start(config).await.unwrap()
+}
+
+fn names(jobs: &[storage::jobs::Job]) -> Vec<&'static str> {
+    jobs.iter().map(|j| j.name).collect()
+}
+
+#[tokio::test]
+async fn a_node_declares_the_jobs_of_exactly_its_services() {
+    let t = TestDb::new().await;
+    let services = [Service::Identity, Service::Events];
+    let node = node_of(&t, &services).await;
+
+    assert_eq!(
+        names(&bilet::jobs::for_node(&node.state, &services)),
+        vec![
+            "identity.expired_tokens",
+            "identity.idempotency_keys",
+            "events.complete_ended",
+            "events.reminders",
+            "events.seat_requests",
+            "events.idempotency_keys",
+            "node.outbox_backlog",
+        ]
+    );
+    // A gateway alone keeps only the node's own gauge.
+    assert_eq!(
+        names(&bilet::jobs::for_node(&node.state, &[Service::Gateway])),
+        vec!["node.outbox_backlog"]
+    );
+    // Every service cleans its own idempotency keys, and names its jobs after itself.
+    for service in Service::ALL {
+        let jobs = bilet::jobs::of_service(&node.state, service);
+        let prefix = format!("{}.", service.name());
+        assert!(
+            jobs.iter().all(|j| j.name.starts_with(&prefix)),
+            "{service:?}: {:?}",
+            names(&jobs)
+        );
+        if service.schema().is_some() {
+            assert!(
+                names(&jobs).contains(&format!("{prefix}idempotency_keys").as_str()),
+                "{service:?}: {:?}",
+                names(&jobs)
+            );
+        }
+    }
+    node.stop().await;
+}
+
+/// Rows a day older than the 24-hour lifetime of idempotency records, as the owner writes
+/// them (the application role sees seat requests of its tenant only).
+async fn old_rows(owner: &tokio_postgres::Client) {
+    for schema in ["event_service", "user_service"] {
+        owner
+            .execute(
+                &format!(
+                    "INSERT INTO {schema}.idempotency_keys (owner_id, key, request_hash, created_at)
+                     VALUES ($1, $2, '\\x00', now() - interval '48 hours')"
+                ),
+                &[&uuid::Uuid::now_v7(), &uuid::Uuid::now_v7()],
+            )
+            .await
+            .unwrap();
+    }
+    owner
+        .execute(
+            "INSERT INTO event_service.seat_requests
+                 (tenant_id, user_id, key, request_hash, outcome, created_at)
+             VALUES ($1, $2, $3, '\\x00', 'SOLD_OUT', now() - interval '48 hours')",
+            &[
+                &uuid::Uuid::now_v7(),
+                &uuid::Uuid::now_v7(),
+                &uuid::Uuid::now_v7(),
+            ],
+        )
+        .await
+        .unwrap();
+}
+
+async fn count(owner: &tokio_postgres::Client, table: &str) -> i64 {
+    owner
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn an_events_only_node_purges_the_event_schema_and_only_it() {
+    let t = TestDb::new().await;
+    let owner = t.owner().await;
+    old_rows(&owner).await;
+    let node = node_of(&t, &[Service::Events]).await;
+
+    // Hourly jobs also run when the node starts.
+    assert!(
+        eventually(20, || async {
+            count(&owner, "event_service.idempotency_keys").await == 0
+                && count(&owner, "event_service.seat_requests").await == 0
+        })
+        .await,
+        "the events node purged its expired idempotency records"
+    );
+
+    // Run by hand, as the next hour would.
+    old_rows(&owner).await;
+    let jobs = bilet::jobs::for_node(&node.state, &[Service::Events]);
+    let run = |name: &'static str| {
+        let job = jobs.iter().find(|j| j.name == name).unwrap().clone();
+        async move { job.run().await }
+    };
+    assert_eq!(run("events.idempotency_keys").await, Ok(1));
+    assert_eq!(run("events.seat_requests").await, Ok(1));
+    assert_eq!(count(&owner, "event_service.idempotency_keys").await, 0);
+    assert_eq!(count(&owner, "event_service.seat_requests").await, 0);
+
+    // The identity service does not run here: its keys wait for the node that runs it.
+    assert_eq!(count(&owner, "user_service.idempotency_keys").await, 2);
+    node.stop().await;
+}
