@@ -2,5 +2,6 @@
 //! commits whatever is waiting in its mailbox in one transaction (group commit); a timer
 //! actor expires reservations from the deadlines stored in the database.
 
+pub mod cluster;
 pub mod media;
 pub mod ticketing;

@@ -100,9 +100,20 @@ pub(crate) fn assert_worded(texts: impl IntoIterator<Item = crate::i18n::Text>) 
     let cyrillic = |s: &str| s.chars().any(|c| ('\u{0400}'..='\u{04FF}').contains(&c));
     let mut seen = std::collections::HashSet::new();
     for text in texts {
-        assert!(!text.ru.trim().is_empty() && !text.en.trim().is_empty(), "{text:?}");
-        assert!(cyrillic(text.ru), "Russian text without Cyrillic: {}", text.ru);
-        assert!(!cyrillic(text.en), "English text with Cyrillic: {}", text.en);
+        assert!(
+            !text.ru.trim().is_empty() && !text.en.trim().is_empty(),
+            "{text:?}"
+        );
+        assert!(
+            cyrillic(text.ru),
+            "Russian text without Cyrillic: {}",
+            text.ru
+        );
+        assert!(
+            !cyrillic(text.en),
+            "English text with Cyrillic: {}",
+            text.en
+        );
         assert!(seen.insert(text.ru), "wording used twice: {}", text.ru);
     }
 }

@@ -4,6 +4,7 @@
 pub mod analytics;
 mod catalogue;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod contract;
 pub mod envelope;

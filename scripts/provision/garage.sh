@@ -47,7 +47,9 @@ g() { "$GARAGE" -c "$CONF" "$@"; }
 
 if ! port_open 127.0.0.1 3900; then
     log "starting Garage"
-    nohup "$GARAGE" -c "$CONF" server >"$DIR/server.log" 2>&1 &
+    # Descriptors above 2 are closed: a daemon must not keep a caller's lock file open (a
+    # test run under `flock` that restarts Garage would otherwise hold the lock forever).
+    nohup "$GARAGE" -c "$CONF" server >"$DIR/server.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
     wait_port 127.0.0.1 3900 Garage
     for _ in $(seq 1 60); do g status >/dev/null 2>&1 && break; sleep 0.5; done
 fi

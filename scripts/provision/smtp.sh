@@ -13,5 +13,5 @@ fi
 apt_install python3-aiosmtpd
 log "starting the SMTP sink on $PORT (Maildir $MAILDIR)"
 nohup /usr/bin/python3 -m aiosmtpd -n -l "127.0.0.1:$PORT" \
-    -c aiosmtpd.handlers.Mailbox "$MAILDIR" >"$SHARED/smtp.log" 2>&1 &
+    -c aiosmtpd.handlers.Mailbox "$MAILDIR" >"$SHARED/smtp.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 wait_port 127.0.0.1 "$PORT" "SMTP sink"

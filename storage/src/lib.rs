@@ -4,6 +4,7 @@
 //! periodic jobs.
 
 pub mod broker;
+pub mod cluster;
 pub mod db;
 pub mod error;
 pub mod events;

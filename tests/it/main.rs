@@ -6,6 +6,7 @@ mod analytics;
 mod attachments;
 mod broker;
 mod cli;
+mod cluster;
 mod contract;
 mod conventions;
 mod doors;

@@ -341,7 +341,10 @@ async fn variants_and_links(ctx: &Ctx, user: &Session, store: Store) {
         }
         Store::S3 => {
             assert!(url.contains("X-Amz-Expires=3600"), "{url}");
-            assert_eq!(r.body["expiresAt"], json!(ctx.clock.now() + Duration::hours(1)));
+            assert_eq!(
+                r.body["expiresAt"],
+                json!(ctx.clock.now() + Duration::hours(1))
+            );
         }
     }
 
@@ -675,6 +678,19 @@ async fn s3_large_uploads_go_in_parts_and_round_trip() {
     let back = objects.get(&key).await.unwrap().expect("stored");
     assert_eq!(back.len(), body.len());
     assert!(back == body, "the bytes come back unchanged");
+    // S3 servers tag an object assembled from parts "<md5>-<parts>".
+    let objects = &objects;
+    let etag = |key: String| async move {
+        let url = objects
+            .url(&key, chrono::Utc::now(), Duration::minutes(1))
+            .await
+            .unwrap();
+        // A GET link (the method is signed too); only the headers are read.
+        let response = reqwest::Client::new().get(url).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        response.headers()["etag"].to_str().unwrap().to_string()
+    };
+    assert!(etag(key.clone()).await.ends_with("-3\""), "three parts");
 
     // Just under the threshold: one request.
     let small_key = format!("{key}.small");
@@ -684,6 +700,7 @@ async fn s3_large_uploads_go_in_parts_and_round_trip() {
         .await
         .unwrap();
     assert!(objects.get(&small_key).await.unwrap().unwrap() == small);
+    assert!(!etag(small_key.clone()).await.contains('-'), "one request");
 
     for key in [&key, &small_key] {
         objects.delete(key).await.unwrap();
@@ -709,7 +726,11 @@ async fn s3_presigned_links_are_checked_by_the_server() {
                 .headers()
                 .get("content-type")
                 .map(|v| v.to_str().unwrap().to_string());
-            (status, content_type, response.bytes().await.unwrap().to_vec())
+            (
+                status,
+                content_type,
+                response.bytes().await.unwrap().to_vec(),
+            )
         }
     };
 
@@ -718,7 +739,13 @@ async fn s3_presigned_links_are_checked_by_the_server() {
         .await
         .unwrap();
     assert!(url.contains("X-Amz-Expires=3600"), "{url}");
-    assert!(url.contains(&format!("/{}/{key}?", std::env::var("STORAGE_BUCKET").unwrap())), "path-style: {url}");
+    assert!(
+        url.contains(&format!(
+            "/{}/{key}?",
+            std::env::var("STORAGE_BUCKET").unwrap()
+        )),
+        "path-style: {url}"
+    );
     let (status, content_type, bytes) = get(url.clone()).await;
     assert_eq!(status, 200);
     assert_eq!(content_type.as_deref(), Some("text/plain"));
@@ -744,7 +771,10 @@ async fn s3_presigned_links_are_checked_by_the_server() {
     let (status, _, body) = get(short).await;
     let body = String::from_utf8_lossy(&body).to_lowercase();
     assert!(matches!(status, 400 | 403), "{status}");
-    assert!(body.contains("expire") || body.contains("too old"), "{body}");
+    assert!(
+        body.contains("expire") || body.contains("too old"),
+        "{body}"
+    );
 
     objects.delete(&key).await.unwrap();
     assert_eq!(get(url).await.0, 404, "the bytes are gone");

@@ -642,7 +642,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (day.date.as_str(), day.views, day.registrations, day.checked_in),
+            (
+                day.date.as_str(),
+                day.views,
+                day.registrations,
+                day.checked_in
+            ),
             ("2026-11-20", 7, 1, 0)
         );
     }

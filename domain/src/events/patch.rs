@@ -221,7 +221,10 @@ mod tests {
             ends_at: Some(None),
             ..EventPatch::default()
         };
-        assert!(merge(&current, &open_end).is_ok(), "no end, nothing to compare");
+        assert!(
+            merge(&current, &open_end).is_ok(),
+            "no end, nothing to compare"
+        );
     }
 
     #[test]

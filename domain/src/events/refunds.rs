@@ -16,7 +16,11 @@ pub fn refund_due(was: RegistrationStatus, paid: i64, price_cents: i64) -> Optio
 /// Why a payment that bought nothing is returned, as its `refund.requested` says: it did not
 /// cover the ticket, the event was cancelled before it came (the cancellation's own refunds
 /// say `EVENT_CANCELLED`), the registration (`status`) was already paid, or no seat was left.
-pub fn refund_reason(covered: bool, event_cancelled: bool, status: RegistrationStatus) -> &'static str {
+pub fn refund_reason(
+    covered: bool,
+    event_cancelled: bool,
+    status: RegistrationStatus,
+) -> &'static str {
     if !covered {
         "AMOUNT_MISMATCH"
     } else if event_cancelled {

@@ -115,10 +115,7 @@ mod tests {
     fn refusals_keep_their_codes_and_texts() {
         let slug = Refusal::from(EventRefusal::SlugTaken);
         assert_eq!(slug.code, ErrorCode::Conflict);
-        assert_eq!(
-            slug.text.map(|t| t.en),
-            Some("This slug is already taken")
-        );
+        assert_eq!(slug.text.map(|t| t.en), Some("This slug is already taken"));
         assert_eq!(EventRefusal::FinalState.code(), ErrorCode::BusinessRule);
         assert_eq!(EventRefusal::AlreadyWaiting.code(), ErrorCode::Conflict);
         assert_eq!(

@@ -218,7 +218,10 @@ mod tests {
     #[test]
     fn only_a_reservation_runs_out() {
         let now = Utc::now();
-        assert_eq!(Reserved.deadline(Some(15), now), Some(now + Duration::minutes(15)));
+        assert_eq!(
+            Reserved.deadline(Some(15), now),
+            Some(now + Duration::minutes(15))
+        );
         assert_eq!(Reserved.deadline(None, now), None);
         assert_eq!(Confirmed.deadline(Some(15), now), None);
         assert!(Reserved.lapsed(Some(now), now));

@@ -99,9 +99,15 @@ mod tests {
 
     #[test]
     fn a_chosen_slug_is_tried_once_and_a_generated_one_gets_a_suffix() {
-        assert_eq!(candidate("gala", true, 0, "a1b2c3").as_deref(), Some("gala"));
+        assert_eq!(
+            candidate("gala", true, 0, "a1b2c3").as_deref(),
+            Some("gala")
+        );
         assert_eq!(candidate("gala", true, 1, "a1b2c3"), None);
-        assert_eq!(candidate("gala", false, 0, "a1b2c3").as_deref(), Some("gala"));
+        assert_eq!(
+            candidate("gala", false, 0, "a1b2c3").as_deref(),
+            Some("gala")
+        );
         assert_eq!(
             candidate("gala", false, 1, "a1b2c3").as_deref(),
             Some("gala-a1b2c3")

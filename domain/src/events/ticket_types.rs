@@ -38,7 +38,10 @@ mod tests {
     #[test]
     fn a_type_with_history_is_retired() {
         assert!(!retire_instead(false, 0, 0));
-        assert!(retire_instead(true, 0, 0), "a cancelled registration refers to it");
+        assert!(
+            retire_instead(true, 0, 0),
+            "a cancelled registration refers to it"
+        );
         assert!(retire_instead(false, 1, 0));
         assert!(retire_instead(false, 0, 1));
     }

@@ -11,8 +11,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use domain::events::payments::{Channel, PaymentKind, PaymentOutcome, verify_signature};
 use domain::error::Refusal;
+use domain::events::payments::{Channel, PaymentKind, PaymentOutcome, verify_signature};
 use domain::events::refusals::{EventFieldText, EventRefusal};
 use domain::validation::{FieldError, FieldErrors};
 use serde::{Deserialize, Serialize};
@@ -102,10 +102,7 @@ fn check_amount(errors: &mut FieldErrors, amount: Option<i64>, currency: Option<
     if let Some(c) = currency
         && !(c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()))
     {
-        errors.add(
-            "currency",
-            FieldError::from(EventFieldText::CurrencyCode),
-        );
+        errors.add("currency", FieldError::from(EventFieldText::CurrencyCode));
     }
 }
 
@@ -140,8 +137,10 @@ pub async fn webhook(
         &body,
         chrono::Utc::now().timestamp(),
     ) {
-        return Err(ApiError::from(Refusal::from(EventRefusal::PaymentSignatureInvalid))
-            .with_details(serde_json::json!({"reason": why.to_string()})));
+        return Err(
+            ApiError::from(Refusal::from(EventRefusal::PaymentSignatureInvalid))
+                .with_details(serde_json::json!({"reason": why.to_string()})),
+        );
     }
     let request: WebhookRequest = parse_json(&body)?;
     let mut errors = FieldErrors::new();

@@ -180,6 +180,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V6__lifecycles",
                 include_str!("../../../migrations/event_service/V6__lifecycles.sql"),
             ),
+            (
+                "V7__shard_leases",
+                include_str!("../../../migrations/event_service/V7__shard_leases.sql"),
+            ),
         ],
         Schema::MediaService => &[
             (

@@ -270,7 +270,11 @@ mod tests {
     fn an_https_endpoint_never_allows_plain_http() {
         let builder = builder(&settings("https://account.r2.cloudflarestorage.com/")).unwrap();
         assert_eq!(
-            config(&builder, AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp)).as_deref(),
+            config(
+                &builder,
+                AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp)
+            )
+            .as_deref(),
             Some("false")
         );
         assert_eq!(
@@ -287,7 +291,11 @@ mod tests {
     fn an_http_endpoint_allows_plain_http_with_path_style() {
         let builder = builder(&settings("HTTP://127.0.0.1:3900")).unwrap();
         assert_eq!(
-            config(&builder, AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp)).as_deref(),
+            config(
+                &builder,
+                AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp)
+            )
+            .as_deref(),
             Some("true")
         );
         assert_eq!(

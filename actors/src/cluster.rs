@@ -1,0 +1,192 @@
+//! This node's membership of the events cluster: it heartbeats, renews the shard leases it
+//! holds, hands back the shards another live member should own, claims its own share when
+//! free, and publishes what it holds so the ticketing actors and timers run for those shards
+//! only. A node that cannot renew in time considers its leases gone before they expire in the
+//! database, so it stops first and another node takes over after.
+
+use domain::cluster::{ShardId, share_of};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use storage::Database;
+use storage::cluster::{self, Lease};
+use tokio::sync::watch;
+
+/// How a node takes part.
+#[derive(Clone, Debug)]
+pub struct MembershipSettings {
+    /// The node's name, unique in the cluster.
+    pub node: String,
+    /// Where its events service answers (for forwarding and the gateway's map).
+    pub address: String,
+    /// How often it heartbeats and renews.
+    pub renew_every: Duration,
+    /// How long a lease lasts without renewal.
+    pub lease_ttl: Duration,
+}
+
+impl MembershipSettings {
+    /// A member silent for this long no longer counts when shards are shared out.
+    pub fn member_timeout(&self) -> Duration {
+        self.lease_ttl
+    }
+
+    /// How long before its expiry in the database this node stops trusting a lease: the
+    /// margin covers the time its renewal spent on the way.
+    fn trust_for(&self) -> Duration {
+        self.lease_ttl.saturating_sub(self.renew_every)
+    }
+}
+
+/// The shards this node holds now, with their epochs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Held(pub BTreeMap<ShardId, i64>);
+
+impl Held {
+    /// The lease of `shard`, if held.
+    pub fn lease(&self, shard: ShardId) -> Option<Lease> {
+        self.0.get(&shard).map(|epoch| Lease {
+            shard,
+            epoch: *epoch,
+        })
+    }
+
+    fn of(leases: &[Lease]) -> Held {
+        Held(leases.iter().map(|l| (l.shard, l.epoch)).collect())
+    }
+}
+
+/// Counts for `/metrics`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MembershipCounts {
+    /// Successful renewal rounds.
+    pub renewals: u64,
+    /// Shards taken.
+    pub claimed: u64,
+    /// Shards handed back to another member.
+    pub handed_over: u64,
+    /// Shards lost (renewal failed or came too late).
+    pub lost: u64,
+}
+
+/// One node's membership loop.
+pub struct Membership {
+    db: Database,
+    settings: MembershipSettings,
+    held: watch::Sender<Held>,
+    counts: watch::Sender<MembershipCounts>,
+}
+
+impl Membership {
+    /// A membership publishing what it holds through the returned receivers.
+    pub fn new(
+        db: Database,
+        settings: MembershipSettings,
+    ) -> (
+        Membership,
+        watch::Receiver<Held>,
+        watch::Receiver<MembershipCounts>,
+    ) {
+        let (held, held_rx) = watch::channel(Held::default());
+        let (counts, counts_rx) = watch::channel(MembershipCounts::default());
+        (
+            Membership {
+                db,
+                settings,
+                held,
+                counts,
+            },
+            held_rx,
+            counts_rx,
+        )
+    }
+
+    /// Runs until `stop` changes, then hands every shard back and leaves.
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        let mut trusted_until: Option<Instant> = None;
+        loop {
+            let started = Instant::now();
+            match self.round().await {
+                Ok(()) => trusted_until = Some(started + self.settings.trust_for()),
+                Err(e) => {
+                    tracing::warn!(node = %self.settings.node, error = %e, "cluster round failed");
+                    // Leases not renewed in time may be someone else's by now: stop using them.
+                    if trusted_until.is_some_and(|t| Instant::now() >= t) {
+                        self.lose_all();
+                        trusted_until = None;
+                    }
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.settings.renew_every) => {}
+                _ = stop.changed() => break,
+            }
+        }
+        // Stop using the shards first, then give them back for another node to take at once.
+        self.held.send_replace(Held::default());
+        if let Err(e) = cluster::leave(&self.db, &self.settings.node).await {
+            tracing::warn!(node = %self.settings.node, error = %e, "could not leave the cluster cleanly");
+        }
+    }
+
+    /// One heartbeat: renew, hand back, claim, publish.
+    async fn round(&self) -> Result<(), storage::DbError> {
+        let s = &self.settings;
+        cluster::heartbeat(&self.db, &s.node, &s.address).await?;
+        let renewed = cluster::renew(&self.db, &s.node, s.lease_ttl).await?;
+        let before = self.held.borrow().clone();
+        let mut held = Held::of(&renewed);
+        let lost = before
+            .0
+            .iter()
+            .filter(|(shard, epoch)| held.0.get(shard) != Some(epoch))
+            .count() as u64;
+        let members: Vec<String> = cluster::live_members(&self.db, s.member_timeout())
+            .await?
+            .into_iter()
+            .map(|m| m.node)
+            .collect();
+        let mine = share_of(&s.node, &members);
+        // What another member should own goes back: first out of use, then released.
+        let give_back: Vec<ShardId> = held
+            .0
+            .keys()
+            .copied()
+            .filter(|shard| !mine.contains(shard))
+            .collect();
+        if !give_back.is_empty() {
+            for shard in &give_back {
+                held.0.remove(shard);
+            }
+            self.held.send_replace(held.clone());
+            cluster::release(&self.db, &s.node, &give_back).await?;
+        }
+        let wanted: Vec<ShardId> = mine
+            .iter()
+            .copied()
+            .filter(|shard| !held.0.contains_key(shard))
+            .collect();
+        let claimed = cluster::claim(&self.db, &s.node, &wanted, s.lease_ttl).await?;
+        held.0.extend(claimed.iter().map(|l| (l.shard, l.epoch)));
+        if held != *self.held.borrow() {
+            tracing::info!(node = %s.node, shards = held.0.len(), claimed = claimed.len(),
+                handed_over = give_back.len(), lost, "cluster shards changed");
+        }
+        self.held.send_replace(held);
+        self.counts.send_modify(|c| {
+            c.renewals += 1;
+            c.claimed += claimed.len() as u64;
+            c.handed_over += give_back.len() as u64;
+            c.lost += lost;
+        });
+        Ok(())
+    }
+
+    fn lose_all(&self) {
+        let lost = self.held.borrow().0.len() as u64;
+        if lost > 0 {
+            tracing::warn!(node = %self.settings.node, lost, "cluster leases not renewed in time: shards dropped");
+        }
+        self.held.send_replace(Held::default());
+        self.counts.send_modify(|c| c.lost += lost);
+    }
+}

@@ -1,0 +1,127 @@
+//! Where an event's actors live in a cluster. Events are spread over a fixed set of shards by
+//! their id; each shard is owned by one events node at a time, chosen among the live members by
+//! rendezvous hashing, so a member joining or leaving moves only the shards it gains or loses.
+//! Both functions are plain hashing, the same on every node and in PostgreSQL.
+
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+/// How many shards there are; fixed for the life of an installation (a shard is a byte).
+pub const SHARDS: u16 = 256;
+
+/// One of the `SHARDS` slices of the events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ShardId(pub u8);
+
+impl ShardId {
+    /// Every shard, in order.
+    pub fn all() -> impl Iterator<Item = ShardId> {
+        (0..=u8::MAX).map(ShardId)
+    }
+
+    /// The number PostgreSQL stores (`smallint`).
+    pub fn as_i16(self) -> i16 {
+        i16::from(self.0)
+    }
+}
+
+impl std::fmt::Display for ShardId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The shard of an event: the first byte of the SHA-256 of its id's 16 bytes. PostgreSQL
+/// computes the same as `get_byte(sha256(uuid_send(id)), 0)`.
+pub fn shard_of(event: Uuid) -> ShardId {
+    ShardId(Sha256::digest(event.as_bytes())[0])
+}
+
+/// How much `node` wants `shard`: the highest score among the live members owns it.
+fn score(node: &str, shard: ShardId) -> u64 {
+    let mut hash = Sha256::new();
+    hash.update(node.as_bytes());
+    hash.update([0, shard.0]);
+    let digest = hash.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first)
+}
+
+/// The member that should own `shard` (rendezvous hashing); none without members. Ties, which
+/// need equal 64-bit scores, go to the smaller name so every node agrees.
+pub fn owner_of<'a>(shard: ShardId, members: &'a [String]) -> Option<&'a str> {
+    members
+        .iter()
+        .map(|m| (score(m, shard), std::cmp::Reverse(m.as_str())))
+        .max()
+        .map(|(_, std::cmp::Reverse(m))| m)
+}
+
+/// The shards `node` should own among `members`.
+pub fn share_of(node: &str, members: &[String]) -> Vec<ShardId> {
+    ShardId::all()
+        .filter(|s| owner_of(*s, members) == Some(node))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn an_event_has_one_stable_shard() {
+        let id: Uuid = "0190f6b0-1c2d-7e3f-8a4b-5c6d7e8f9a0b".parse().unwrap();
+        assert_eq!(shard_of(id), shard_of(id));
+        // The value PostgreSQL computes for this id (get_byte(sha256(uuid_send(id)), 0)).
+        assert_eq!(shard_of(id), ShardId(Sha256::digest(id.as_bytes())[0]));
+        let spread: std::collections::HashSet<ShardId> =
+            (0..5000).map(|_| shard_of(Uuid::now_v7())).collect();
+        assert!(spread.len() > 240, "time-ordered ids still spread: {}", spread.len());
+    }
+
+    #[test]
+    fn every_shard_has_exactly_one_owner_and_shares_are_fair() {
+        let three = members(&["events-a", "events-b", "events-c"]);
+        let shares: Vec<usize> = three.iter().map(|m| share_of(m, &three).len()).collect();
+        assert_eq!(shares.iter().sum::<usize>(), usize::from(SHARDS));
+        for share in &shares {
+            assert!((50..=120).contains(share), "{shares:?}");
+        }
+        assert_eq!(owner_of(ShardId(7), &[]), None);
+    }
+
+    #[test]
+    fn a_member_leaving_moves_only_its_own_shards() {
+        let three = members(&["events-a", "events-b", "events-c"]);
+        let two = members(&["events-a", "events-c"]);
+        for shard in ShardId::all() {
+            let before = owner_of(shard, &three).unwrap();
+            let after = owner_of(shard, &two).unwrap();
+            if before != "events-b" {
+                assert_eq!(before, after, "shard {shard} moved without need");
+            }
+        }
+        // And joining takes only what the newcomer wins.
+        let four = members(&["events-a", "events-b", "events-c", "events-d"]);
+        for shard in ShardId::all() {
+            let after = owner_of(shard, &four).unwrap();
+            if after != "events-d" {
+                assert_eq!(owner_of(shard, &three).unwrap(), after);
+            }
+        }
+    }
+
+    #[test]
+    fn the_order_members_are_listed_in_does_not_matter() {
+        let a = members(&["x", "y", "z"]);
+        let b = members(&["z", "x", "y"]);
+        for shard in ShardId::all() {
+            assert_eq!(owner_of(shard, &a), owner_of(shard, &b));
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! The events cluster's leases (issue 17, first part): members share the shards out, one owner
+//! per shard at a time, a leaver's shards are taken at once, a silent owner's after its lease
+//! runs out, and a stale owner's transaction is fenced.
+
+use crate::support::{TestDb, eventually};
+use actors::cluster::{Held, Membership, MembershipSettings};
+use domain::cluster::{SHARDS, ShardId, shard_of};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use storage::Scope;
+use storage::cluster::{self, FenceError, Lease};
+use tokio::sync::watch;
+
+fn settings(node: &str) -> MembershipSettings {
+    MembershipSettings {
+        node: node.into(),
+        address: format!("http://{node}.test:8082"),
+        renew_every: Duration::from_millis(100),
+        lease_ttl: Duration::from_millis(600),
+    }
+}
+
+struct Running {
+    held: watch::Receiver<Held>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+fn start(t: &TestDb, node: &str) -> Running {
+    let (membership, held, _) = Membership::new(t.db.clone(), settings(node));
+    let (stop, stop_rx) = watch::channel(false);
+    let task = tokio::spawn(membership.run(stop_rx));
+    Running { held, stop, task }
+}
+
+/// Who holds each shard, as the database says.
+async fn owners(t: &TestDb) -> BTreeMap<ShardId, Option<String>> {
+    cluster::map(&t.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.shard, s.owner.map(|(node, _)| node)))
+        .collect()
+}
+
+async fn settled(t: &TestDb, nodes: &[&str]) -> bool {
+    eventually(10, || async {
+        let owners = owners(t).await;
+        owners.values().all(|o| o.as_deref().is_some_and(|o| nodes.contains(&o)))
+            && nodes
+                .iter()
+                .all(|n| owners.values().filter(|o| o.as_deref() == Some(*n)).count() > 40)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn three_members_share_the_shards_and_take_over_from_one_that_leaves_or_falls_silent() {
+    let t = TestDb::new().await;
+    let a = start(&t, "events-a");
+    let b = start(&t, "events-b");
+    let c = start(&t, "events-c");
+    assert!(settled(&t, &["events-a", "events-b", "events-c"]).await, "{:?}", owners(&t).await);
+    // What each node believes it holds is what the database says, and never overlaps.
+    let beliefs = [&a, &b, &c].map(|r| r.held.borrow().0.len());
+    assert_eq!(beliefs.iter().sum::<usize>(), usize::from(SHARDS), "{beliefs:?}");
+
+    // A clean leave hands the shards over without waiting for the leases to run out.
+    let before = owners(&t).await;
+    b.stop.send(true).unwrap();
+    b.task.await.unwrap();
+    assert!(settled(&t, &["events-a", "events-c"]).await);
+    for (shard, owner) in owners(&t).await {
+        if before[&shard].as_deref() != Some("events-b") {
+            assert_eq!(before[&shard], owner, "shard {shard} moved without need");
+        }
+    }
+
+    // A node that falls silent (its task gone, leases not released) loses them once they
+    // run out, and the last member holds everything.
+    c.task.abort();
+    assert!(settled(&t, &["events-a"]).await);
+    assert_eq!(a.held.borrow().0.len(), usize::from(SHARDS));
+}
+
+#[tokio::test]
+async fn a_stale_owner_commits_nothing() {
+    let t = TestDb::new().await;
+    let ttl = Duration::from_millis(300);
+    let shard = shard_of(uuid::Uuid::now_v7());
+    let first = cluster::claim(&t.db, "events-a", &[shard], ttl).await.unwrap();
+    assert_eq!(first.len(), 1);
+    let stale: Lease = first[0];
+    // Another node cannot take a lease that still holds.
+    assert!(cluster::claim(&t.db, "events-b", &[shard], ttl).await.unwrap().is_empty());
+
+    // A transaction of the owner holds the lease row: a takeover waits for its commit.
+    let tx = t.db.begin(Scope::system()).await.unwrap();
+    cluster::fence(&tx, "events-a", stale).await.unwrap();
+    tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+    let db = t.db.clone();
+    let takeover = tokio::spawn(async move {
+        cluster::claim(&db, "events-b", &[shard], Duration::from_secs(5)).await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!takeover.is_finished(), "the takeover waits for the commit in flight");
+    tx.commit().await.unwrap();
+    let taken = takeover.await.unwrap().unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].epoch, stale.epoch + 1, "a new owner, a new epoch");
+
+    // The old owner wakes up: its next transaction is refused, with the lease it thought it had.
+    let tx = t.db.begin(Scope::system()).await.unwrap();
+    match cluster::fence(&tx, "events-a", stale).await {
+        Err(FenceError::Fenced(f)) => assert_eq!((f.shard, f.epoch), (shard, stale.epoch)),
+        other => panic!("a stale owner was not fenced: {other:?}"),
+    }
+    // Nor can it renew what it lost.
+    assert!(cluster::renew(&t.db, "events-a", ttl).await.unwrap().is_empty());
+    let renewed = cluster::renew(&t.db, "events-b", ttl).await.unwrap();
+    assert_eq!(renewed, taken);
+}
+
+#[tokio::test]
+async fn postgres_and_rust_put_an_event_on_the_same_shard() {
+    let t = TestDb::new().await;
+    let owner = t.owner().await;
+    for _ in 0..50 {
+        let id = uuid::Uuid::now_v7();
+        let shard: i32 = owner
+            .query_one("SELECT get_byte(sha256(uuid_send($1)), 0)", &[&id])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(shard, i32::from(shard_of(id).0), "{id}");
+    }
+}
