@@ -16,10 +16,7 @@ pub fn for_node(state: &AppState, services: &[Service]) -> Vec<Subscription> {
             Service::Gateway => None,
             Service::Identity => Some(Inbox::subscription(
                 db(),
-                storage::identity::mail_consumer::MailSender::new(
-                    state.mailer.clone(),
-                    public_url,
-                ),
+                storage::identity::mail_consumer::MailSender::new(state.mailer.clone(), public_url),
             )),
             Service::Events => Some(Inbox::subscription(
                 db(),

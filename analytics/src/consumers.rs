@@ -95,9 +95,15 @@ pub fn record_of(envelope: &Envelope, event: &DomainEvent) -> Option<Record> {
 /// The details a record keeps of a registration (its source counted by `bySource`).
 fn properties(r: &Registration, amount_cents: Option<i64>) -> Value {
     let mut properties = Map::new();
-    properties.insert("registrationId".into(), r.registration_id.to_string().into());
+    properties.insert(
+        "registrationId".into(),
+        r.registration_id.to_string().into(),
+    );
     properties.insert("ticketTypeId".into(), r.ticket_type_id.to_string().into());
-    properties.insert("status".into(), serde_json::to_value(r.status).unwrap_or_default());
+    properties.insert(
+        "status".into(),
+        serde_json::to_value(r.status).unwrap_or_default(),
+    );
     if let Some(source) = &r.source {
         properties.insert("source".into(), source.clone().into());
     }
@@ -216,8 +222,7 @@ mod tests {
 
     #[test]
     fn a_registration_keeps_its_source() {
-        let DomainEvent::RegistrationCreated(mut r) = samples::of(Kind::RegistrationCreated)
-        else {
+        let DomainEvent::RegistrationCreated(mut r) = samples::of(Kind::RegistrationCreated) else {
             unreachable!()
         };
         r.source = Some("vk".into());

@@ -50,7 +50,7 @@ fn score(node: &str, shard: ShardId) -> u64 {
 
 /// The member that should own `shard` (rendezvous hashing); none without members. Ties, which
 /// need equal 64-bit scores, go to the smaller name so every node agrees.
-pub fn owner_of<'a>(shard: ShardId, members: &'a [String]) -> Option<&'a str> {
+pub fn owner_of(shard: ShardId, members: &[String]) -> Option<&str> {
     members
         .iter()
         .map(|m| (score(m, shard), std::cmp::Reverse(m.as_str())))
@@ -81,7 +81,11 @@ mod tests {
         assert_eq!(shard_of(id), ShardId(Sha256::digest(id.as_bytes())[0]));
         let spread: std::collections::HashSet<ShardId> =
             (0..5000).map(|_| shard_of(Uuid::now_v7())).collect();
-        assert!(spread.len() > 240, "time-ordered ids still spread: {}", spread.len());
+        assert!(
+            spread.len() > 240,
+            "time-ordered ids still spread: {}",
+            spread.len()
+        );
     }
 
     #[test]

@@ -112,12 +112,15 @@ impl Projection for Notifier {
         // Queue times are wall-clock: the messenger's limits and waits are.
         let now = Utc::now();
         let planned: Planned = match &received.event {
-            DomainEvent::UserRegistered(user) => self.welcome(tx, envelope, user, now).await?.into(),
+            DomainEvent::UserRegistered(user) => {
+                self.welcome(tx, envelope, user, now).await?.into()
+            }
             DomainEvent::UserUpdated(user) => rename(tx, user, now).await?.into(),
             DomainEvent::RegistrationCreated(r) => self.created(tx, envelope, r, now).await?.into(),
-            DomainEvent::RegistrationConfirmed(c) => {
-                self.confirmed(tx, envelope, &c.registration, now).await?.into()
-            }
+            DomainEvent::RegistrationConfirmed(c) => self
+                .confirmed(tx, envelope, &c.registration, now)
+                .await?
+                .into(),
             DomainEvent::RegistrationCancelled(r) => self
                 .about_registration(tx, envelope, r, Kind::RegistrationCancelled, now)
                 .await?
@@ -145,16 +148,30 @@ impl Projection for Notifier {
                     matches!(o, PaymentOutcome::Confirmed | PaymentOutcome::SeatTaken)
                 });
                 if bought {
-                    self.about_money(tx, envelope, p.registration_id, p.amount_cents, p.currency.clone(), Kind::PaymentReceipt)
-                        .await?
-                        .into()
+                    self.about_money(
+                        tx,
+                        envelope,
+                        p.registration_id,
+                        p.amount_cents,
+                        p.currency.clone(),
+                        Kind::PaymentReceipt,
+                    )
+                    .await?
+                    .into()
                 } else {
                     Planned::default()
                 }
             }
             // A refund of a cancelled event's ticket is left to the one event.cancelled notice.
             DomainEvent::RefundRequested(r) if r.reason != EVENT_CANCELLED => self
-                .about_money(tx, envelope, r.registration_id, Some(r.amount_cents), Some(r.currency.clone()), Kind::PaymentRefund)
+                .about_money(
+                    tx,
+                    envelope,
+                    r.registration_id,
+                    Some(r.amount_cents),
+                    Some(r.currency.clone()),
+                    Kind::PaymentRefund,
+                )
                 .await?
                 .into(),
             DomainEvent::WaitlistAvailable(offer) => self.waitlist(tx, envelope, offer).await?,

@@ -181,7 +181,10 @@ pub async fn leave(db: &Database, node: &str) -> Result<(), DbError> {
         )
         .await?;
     client
-        .execute("DELETE FROM event_service.members WHERE node = $1", &[&node])
+        .execute(
+            "DELETE FROM event_service.members WHERE node = $1",
+            &[&node],
+        )
         .await?;
     Ok(())
 }

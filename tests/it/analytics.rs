@@ -665,7 +665,10 @@ async fn a_crash_between_the_clickhouse_write_and_the_inbox_records_nothing_twic
     use storage::inbox::Inbox;
     let ctx = context(true).await;
     let store = ctx.analytics_store();
-    let recorder = Inbox::new(ctx.t.db.clone(), Recorder::new(ctx.t.db.clone(), store.clone()));
+    let recorder = Inbox::new(
+        ctx.t.db.clone(),
+        Recorder::new(ctx.t.db.clone(), store.clone()),
+    );
     let tenant = TenantId::new();
     let event = Uuid::now_v7();
     let created = |n: u8| Envelope {

@@ -46,7 +46,9 @@ async fn owners(t: &TestDb) -> BTreeMap<ShardId, Option<String>> {
 async fn settled(t: &TestDb, nodes: &[&str]) -> bool {
     eventually(10, || async {
         let owners = owners(t).await;
-        owners.values().all(|o| o.as_deref().is_some_and(|o| nodes.contains(&o)))
+        owners
+            .values()
+            .all(|o| o.as_deref().is_some_and(|o| nodes.contains(&o)))
             && nodes
                 .iter()
                 .all(|n| owners.values().filter(|o| o.as_deref() == Some(*n)).count() > 40)
@@ -60,10 +62,18 @@ async fn three_members_share_the_shards_and_take_over_from_one_that_leaves_or_fa
     let a = start(&t, "events-a");
     let b = start(&t, "events-b");
     let c = start(&t, "events-c");
-    assert!(settled(&t, &["events-a", "events-b", "events-c"]).await, "{:?}", owners(&t).await);
+    assert!(
+        settled(&t, &["events-a", "events-b", "events-c"]).await,
+        "{:?}",
+        owners(&t).await
+    );
     // What each node believes it holds is what the database says, and never overlaps.
     let beliefs = [&a, &b, &c].map(|r| r.held.borrow().0.len());
-    assert_eq!(beliefs.iter().sum::<usize>(), usize::from(SHARDS), "{beliefs:?}");
+    assert_eq!(
+        beliefs.iter().sum::<usize>(),
+        usize::from(SHARDS),
+        "{beliefs:?}"
+    );
 
     // A clean leave hands the shards over without waiting for the leases to run out.
     let before = owners(&t).await;
@@ -88,11 +98,18 @@ async fn a_stale_owner_commits_nothing() {
     let t = TestDb::new().await;
     let ttl = Duration::from_millis(300);
     let shard = shard_of(uuid::Uuid::now_v7());
-    let first = cluster::claim(&t.db, "events-a", &[shard], ttl).await.unwrap();
+    let first = cluster::claim(&t.db, "events-a", &[shard], ttl)
+        .await
+        .unwrap();
     assert_eq!(first.len(), 1);
     let stale: Lease = first[0];
     // Another node cannot take a lease that still holds.
-    assert!(cluster::claim(&t.db, "events-b", &[shard], ttl).await.unwrap().is_empty());
+    assert!(
+        cluster::claim(&t.db, "events-b", &[shard], ttl)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // A transaction of the owner holds the lease row: a takeover waits for its commit.
     let tx = t.db.begin(Scope::system()).await.unwrap();
@@ -103,7 +120,10 @@ async fn a_stale_owner_commits_nothing() {
         cluster::claim(&db, "events-b", &[shard], Duration::from_secs(5)).await
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!takeover.is_finished(), "the takeover waits for the commit in flight");
+    assert!(
+        !takeover.is_finished(),
+        "the takeover waits for the commit in flight"
+    );
     tx.commit().await.unwrap();
     let taken = takeover.await.unwrap().unwrap();
     assert_eq!(taken.len(), 1);
@@ -116,7 +136,12 @@ async fn a_stale_owner_commits_nothing() {
         other => panic!("a stale owner was not fenced: {other:?}"),
     }
     // Nor can it renew what it lost.
-    assert!(cluster::renew(&t.db, "events-a", ttl).await.unwrap().is_empty());
+    assert!(
+        cluster::renew(&t.db, "events-a", ttl)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let renewed = cluster::renew(&t.db, "events-b", ttl).await.unwrap();
     assert_eq!(renewed, taken);
 }

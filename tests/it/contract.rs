@@ -22,13 +22,24 @@ fn reads_what_it_takes<P: Projection>() -> BTreeSet<Kind> {
         let sent = Envelope::of(&event, Some(TenantId::new()), Some(UserId::new()));
         let wire = serde_json::to_vec(&sent).unwrap();
         let received: Envelope = serde_json::from_slice(&wire).unwrap();
-        let decoded = Inbox::<P>::decode(&received).unwrap_or_else(|e| {
-            panic!("{} cannot read {}: {e}", P::NAME, event.kind().as_str())
-        });
+        let decoded = Inbox::<P>::decode(&received)
+            .unwrap_or_else(|e| panic!("{} cannot read {}: {e}", P::NAME, event.kind().as_str()));
         if P::TAKES.contains(&event.kind()) {
-            assert_eq!(decoded.as_ref(), Some(&event), "{} reads {}", P::NAME, event.kind().as_str());
+            assert_eq!(
+                decoded.as_ref(),
+                Some(&event),
+                "{} reads {}",
+                P::NAME,
+                event.kind().as_str()
+            );
         } else {
-            assert_eq!(decoded, None, "{} passes over {}", P::NAME, event.kind().as_str());
+            assert_eq!(
+                decoded,
+                None,
+                "{} passes over {}",
+                P::NAME,
+                event.kind().as_str()
+            );
         }
     }
     P::TAKES.iter().copied().collect()
@@ -64,7 +75,11 @@ fn every_consumer_reads_every_event_it_subscribes_to() {
         Kind::EventReminder,
         Kind::WaitlistAvailable,
     ] {
-        assert!(consumed.contains(&kind), "nobody consumes {}", kind.as_str());
+        assert!(
+            consumed.contains(&kind),
+            "nobody consumes {}",
+            kind.as_str()
+        );
     }
 }
 
@@ -74,8 +89,14 @@ fn a_payload_missing_a_field_is_a_bad_message_not_a_default() {
     data.as_object_mut().unwrap().remove("confirmationCode");
     let envelope = Envelope::new("registration.created", Some(TenantId::new()), None, data);
     let refused = Inbox::<Notifier>::decode(&envelope).unwrap_err();
-    assert!(refused.to_string().contains("confirmationCode"), "{refused}");
+    assert!(
+        refused.to_string().contains("confirmationCode"),
+        "{refused}"
+    );
     // A kind nobody declared is not an error for a consumer: topic patterns can bring it.
     let unknown = Envelope::new("x.y", None, None, serde_json::json!({}));
-    assert_eq!(Inbox::<Notifier>::decode(&unknown).unwrap(), None::<DomainEvent>);
+    assert_eq!(
+        Inbox::<Notifier>::decode(&unknown).unwrap(),
+        None::<DomainEvent>
+    );
 }

@@ -232,7 +232,9 @@ mod tests {
                     "email": null, "expiresAt": "2026-12-05T12:00:00Z",
                     "event": {"eventId": id, "title": "T", "startsAt": "2026-12-05T18:00:00Z", "slug": "t"}}),
         );
-        assert!(matches!(offer, Ok(DomainEvent::WaitlistAvailable(o)) if o.event.timezone.is_none()));
+        assert!(
+            matches!(offer, Ok(DomainEvent::WaitlistAvailable(o)) if o.event.timezone.is_none())
+        );
         // A registration as the event service wrote it, nulls included.
         let created = DomainEvent::decode(
             "registration.created",

@@ -6,9 +6,9 @@ use super::events::{
     RefundRequested, Registration, RegistrationConfirmed, WaitlistOffer,
 };
 use super::identity::{
-    GroupMemberAdded, GroupState, MemberAdded, MemberRemoved, MemberRoleChanged, OrganizationCreated,
-    OrganizationDeleted, OrganizationUpdated, RequestCreated, RequestReviewed, UserChange,
-    UserChanged,
+    GroupMemberAdded, GroupState, MemberAdded, MemberRemoved, MemberRoleChanged,
+    OrganizationCreated, OrganizationDeleted, OrganizationUpdated, RequestCreated, RequestReviewed,
+    UserChange, UserChanged,
 };
 use super::payments::Payment;
 use super::{DomainEvent, Kind};
@@ -232,7 +232,9 @@ pub fn of(kind: Kind) -> DomainEvent {
             cancellation_reason: Some("CANCELLED_BY_USER".into()),
             ..registration(RegistrationStatus::Cancelled)
         }),
-        Kind::ReservationExpired => E::ReservationExpired(registration(RegistrationStatus::Expired)),
+        Kind::ReservationExpired => {
+            E::ReservationExpired(registration(RegistrationStatus::Expired))
+        }
         Kind::CheckinCompleted => E::CheckinCompleted(CheckinCompleted {
             registration: registration(RegistrationStatus::CheckedIn),
             method: CheckInMethod::QrCode,

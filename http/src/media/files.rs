@@ -43,8 +43,10 @@ fn refusal_error(refusal: UploadRefusal) -> ApiError {
     match refusal {
         UploadRefusal::Empty => file_error(MediaFieldText::EmptyFile),
         UploadRefusal::Unsupported => Refusal::from(MediaRefusal::UnsupportedFormat).into(),
-        UploadRefusal::Mismatch { sniffed } => ApiError::from(Refusal::from(MediaRefusal::TypeMismatch))
-            .with_details(serde_json::json!({"detected": sniffed.mime()})),
+        UploadRefusal::Mismatch { sniffed } => {
+            ApiError::from(Refusal::from(MediaRefusal::TypeMismatch))
+                .with_details(serde_json::json!({"detected": sniffed.mime()}))
+        }
         UploadRefusal::TooLarge { max } => ApiError::new(ErrorCode::PayloadTooLarge)
             .with_details(serde_json::json!({"maxBytes": max})),
     }
@@ -53,7 +55,7 @@ fn refusal_error(refusal: UploadRefusal) -> ApiError {
 fn render_error(e: RenderError) -> ApiError {
     match e {
         RenderError::TooLarge { width, height } => file_error(MediaFieldText::ImageTooLarge)
-        .with_details(serde_json::json!({"width": width, "height": height})),
+            .with_details(serde_json::json!({"width": width, "height": height})),
         RenderError::Unreadable(_) => file_error(MediaFieldText::ImageUnreadable),
     }
 }

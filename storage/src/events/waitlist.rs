@@ -10,8 +10,9 @@ use chrono::{DateTime, Utc};
 use domain::contract::DomainEvent;
 use domain::contract::events::{EventSummary, WaitlistOffer};
 use domain::error::Refusal;
+use domain::events::lifecycle::EventStatus;
 use domain::events::refusals::EventRefusal;
-use domain::events::waitlist::{hold, may_wait, seats_to_offer};
+use domain::events::waitlist::{hold, may_wait, seats_to_offer, takes_entries};
 use domain::ids::{TenantId, UserId};
 use uuid::Uuid;
 
@@ -72,6 +73,16 @@ pub async fn join(
         .await?
         .ok_or_else(Refusal::not_found)?;
     may_wait(row.get(0))?;
+    // Read after the ticket type's lock: a cancellation locks the types first, so one in
+    // flight has committed by now and an entry never joins a list it just closed.
+    let status: String = tx
+        .query_one(
+            "SELECT status FROM event_service.events WHERE id = $1",
+            &[&event],
+        )
+        .await?
+        .get(0);
+    takes_entries(status.parse().unwrap_or(EventStatus::Draft))?;
     let registered: bool = tx
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM event_service.registrations WHERE event_id = $1 AND user_id = $2
