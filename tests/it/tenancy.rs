@@ -205,5 +205,5 @@ async fn migrations_are_idempotent() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(applied, 6);
+    assert_eq!(applied, 7);
 }
