@@ -58,10 +58,14 @@ fn events(state: &AppState) -> Vec<Job> {
             let s = complete.clone();
             async move { count(storage::events::catalog::complete_ended(&s.db, s.clock.now()).await) }
         }),
-        // Reminders of events starting within 24 hours, once each (remembered in the database).
+        // Reminders of this node's events starting within 24 hours, once each (remembered in
+        // the database), under the fence of the shards it holds.
         Job::new("events.reminders", MINUTE, move || {
             let s = remind.clone();
-            async move { count(storage::events::catalog::remind_due(&s.db, s.clock.now()).await) }
+            async move {
+                let fence = s.ticketing.ownership().fence();
+                count(storage::events::catalog::remind_due(&s.db, &fence, s.clock.now()).await)
+            }
         }),
         // Seat requests keep their own idempotency records, with the same lifetime as keys.
         Job::new("events.seat_requests", HOURLY, move || {

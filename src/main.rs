@@ -34,6 +34,17 @@ enum Command {
         #[command(subcommand)]
         action: DlqAction,
     },
+    /// The events cluster: its members and the shards each owns.
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClusterAction {
+    /// Prints the members, their addresses and heartbeats, and the shards each owns.
+    Status,
 }
 
 #[derive(Subcommand)]
@@ -50,6 +61,17 @@ enum DlqAction {
     List { consumer: String },
     /// Sends every dead letter of a consumer back to it.
     Replay { consumer: String },
+}
+
+/// The database, migrated, for commands that read or change it.
+async fn database(config: &domain::config::Config) -> anyhow::Result<storage::Database> {
+    storage::db::migrate(
+        &config.database.url,
+        config.database.app_password.as_ref().map(|p| p.expose()),
+    )
+    .await
+    .context("migration failed")?;
+    Ok(storage::Database::connect(&config.database)?)
 }
 
 #[tokio::main]
@@ -74,13 +96,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Admin { action } => {
-            storage::db::migrate(
-                &config.database.url,
-                config.database.app_password.as_ref().map(|p| p.expose()),
-            )
-            .await
-            .context("migration failed")?;
-            let db = storage::Database::connect(&config.database)?;
+            let db = database(&config).await?;
             let (email, change, verb) = match &action {
                 AdminAction::Grant { email } => {
                     (email, admins::grant(&db, email).await?, "granted")
@@ -100,6 +116,14 @@ async fn main() -> anyhow::Result<()> {
                     bail!("no active user has the email {email}; they must sign up first")
                 }
             }
+            Ok(())
+        }
+        Command::Cluster {
+            action: ClusterAction::Status,
+        } => {
+            let db = database(&config).await?;
+            let ttl = std::time::Duration::from_millis(config.cluster.lease_ttl_ms);
+            print!("{}", bilet::cluster_status::status(&db, ttl).await?);
             Ok(())
         }
         Command::Dlq { action } => {

@@ -1,6 +1,7 @@
 //! Starts what this node runs: migrations, the pool, the broker, the outbox relay, and one
 //! listener per service (the gateway included) as cluster.toml describes.
 
+use actors::cluster::{Membership, MembershipSettings, Ownership, ShardMap};
 use actors::media::{MediaWorkers, VariantArgs};
 use actors::ticketing::{ReservationTimer, Ticketing};
 use anyhow::Context;
@@ -33,6 +34,9 @@ pub struct Node {
     shutdown: watch::Sender<bool>,
     servers: Vec<JoinHandle<()>>,
     jobs: Vec<JoinHandle<()>>,
+    /// The membership loop: it leaves the cluster (hands its shards back) last.
+    cluster: Vec<JoinHandle<()>>,
+    cluster_stop: watch::Sender<bool>,
 }
 
 impl Node {
@@ -48,6 +52,11 @@ impl Node {
         }
         // Servers are drained, so no seat request waits on an actor any more.
         self.state.ticketing.stop_all().await;
+        // Only then are the shards handed back: nothing of this node writes for them now.
+        let _ = self.cluster_stop.send(true);
+        for membership in self.cluster {
+            let _ = membership.await;
+        }
         if let Some(media) = &self.state.media {
             media.stop();
         }
@@ -132,6 +141,37 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         None
     };
     let metrics = Metrics::new();
+    // An events node joins the cluster under a name of this incarnation: a restarted process
+    // never inherits the leases (and epochs) of the one before it.
+    let runs_events = node_config.services.contains(&Service::Events);
+    let membership = if runs_events {
+        let addr = config
+            .address(&node_config, Service::Events)
+            .context("the events service has no address")?;
+        let incarnation: u32 = rand::random();
+        let settings = MembershipSettings {
+            node: format!("{}-{:08x}", node_config.name, incarnation),
+            address: addr.url.clone(),
+            renew_every: Duration::from_millis(config.cluster.renew_every_ms),
+            lease_ttl: Duration::from_millis(config.cluster.lease_ttl_ms),
+        };
+        let node = settings.node.clone();
+        let (membership, held, counts) = Membership::new(db.clone(), settings);
+        Some((membership, Ownership::new(node, held), counts))
+    } else {
+        None
+    };
+    let ownership = membership
+        .as_ref()
+        .map(|(_, owner, _)| owner.clone())
+        .unwrap_or_else(Ownership::none);
+    if let Some((_, owner, counts)) = &membership {
+        metrics.follow_cluster(owner.clone(), counts.clone());
+    }
+    let shard_map = node_config
+        .services
+        .contains(&Service::Gateway)
+        .then(ShardMap::new);
     let notifications = if node_config.services.contains(&Service::Notifications) {
         Some(start_notifications(&config, &db, &metrics).await?)
     } else {
@@ -146,7 +186,13 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         clock: clock.clone(),
         mailer,
         tokens: Arc::new(Tokens::new(&secret)),
-        ticketing: Arc::new(Ticketing::new(db.clone(), clock.clone(), &config.ticketing)),
+        ticketing: Arc::new(Ticketing::new(
+            db.clone(),
+            clock.clone(),
+            &config.ticketing,
+            ownership.clone(),
+        )),
+        shard_map: shard_map.clone(),
         objects,
         media,
         analytics,
@@ -182,25 +228,42 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         shutdown_rx.clone(),
     );
     let mut servers = Vec::new();
-    if node_config.services.contains(&Service::Events) {
-        let timer = ReservationTimer::new(state.db.clone(), state.clock.clone());
+    let mut cluster = Vec::new();
+    let (cluster_stop, cluster_stop_rx) = watch::channel(false);
+    if let Some((membership, owner, _)) = membership {
+        // The first round before serving: a fresh cluster's node starts with its share.
+        if let Err(e) = membership.join().await {
+            tracing::warn!(error = %e, "first cluster round failed; retrying in the background");
+        }
+        cluster.push(tokio::spawn(membership.run(cluster_stop_rx)));
+        let timer = ReservationTimer::new(state.db.clone(), state.clock.clone(), owner);
         servers.push(tokio::spawn(timer.run(shutdown_rx.clone())));
-        // The actors own their reservation timers: start those with deadlines ahead.
-        let ticketing = state.ticketing.clone();
-        tokio::spawn(async move {
-            match ticketing.wake_pending().await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(
-                    actors = n,
-                    "ticket-type actors woken for pending reservations"
-                ),
-                Err(e) => tracing::warn!(error = %e, "could not wake ticket-type actors"),
-            }
-        });
+        // The actors follow the shards: started with their timers when a shard is gained,
+        // stopped when it is lost.
+        servers.push(tokio::spawn(
+            state.ticketing.clone().follow(shutdown_rx.clone()),
+        ));
+    }
+    if let Some(map) = shard_map {
+        let poll = Duration::from_millis(config.cluster.map_poll_ms.max(50));
+        let timeout = Duration::from_millis(config.cluster.lease_ttl_ms);
+        if let Err(e) = map.refresh(&state.db, timeout).await {
+            tracing::warn!(error = %e, "shard map not read yet");
+        }
+        servers.push(tokio::spawn(map.run(
+            state.db.clone(),
+            config.database.url.clone(),
+            poll,
+            timeout,
+            shutdown_rx.clone(),
+        )));
     }
     let mut addrs = BTreeMap::new();
     for service in &node_config.services {
-        let addr = &config.services[service].listen;
+        let addr = &config
+            .address(&node_config, *service)
+            .with_context(|| format!("{} has no address", service.name()))?
+            .listen;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("{} cannot listen on {addr}", service.name()))?;
@@ -269,6 +332,8 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         shutdown,
         servers,
         jobs,
+        cluster,
+        cluster_stop,
     })
 }
 

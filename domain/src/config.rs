@@ -185,6 +185,8 @@ pub struct Config {
     pub gateway: GatewayConfig,
     /// How seats are sold.
     pub ticketing: TicketingConfig,
+    /// The events cluster: leases and the gateway's shard map.
+    pub cluster: ClusterConfig,
     /// ClickHouse for analytics; PostgreSQL is used when absent.
     pub clickhouse: UrlConfig,
     /// Redis for shared rate limits; in memory when absent.
@@ -226,6 +228,9 @@ pub struct DatabaseConfig {
     pub pool_size: usize,
     /// Longest a statement may run, in milliseconds.
     pub statement_timeout_ms: u64,
+    /// A session idle inside a transaction this long is ended by the server, so a paused or
+    /// cut-off process cannot hold its locks (a shard's lease among them) for long.
+    pub idle_in_transaction_ms: u64,
 }
 
 /// Broker settings.
@@ -316,6 +321,30 @@ impl Default for TicketingConfig {
             mode: TicketingMode::Actors,
             batch: 256,
             idle_seconds: 300,
+        }
+    }
+}
+
+/// The events cluster: how often nodes renew their shard leases, how long a lease lasts, and
+/// how often a gateway re-reads the shard map besides being notified.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Milliseconds between a node's heartbeats (each renews its leases).
+    pub renew_every_ms: u64,
+    /// Milliseconds a lease lasts without renewal: how long the events of a dead node wait
+    /// for another owner.
+    pub lease_ttl_ms: u64,
+    /// Milliseconds between a gateway's readings of the shard map.
+    pub map_poll_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            renew_every_ms: 300,
+            lease_ttl_ms: 2_000,
+            map_poll_ms: 1_000,
         }
     }
 }
@@ -429,6 +458,10 @@ pub struct NodeConfig {
     pub name: String,
     /// The services it runs.
     pub services: Vec<Service>,
+    /// Addresses of this node's own, where they differ from `[services]` (several events
+    /// nodes each listen on their own address).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub addresses: BTreeMap<Service, ServiceAddr>,
 }
 
 impl Default for Config {
@@ -443,6 +476,7 @@ impl Default for Config {
             http: HttpConfig::default(),
             gateway: GatewayConfig::default(),
             ticketing: TicketingConfig::default(),
+            cluster: ClusterConfig::default(),
             clickhouse: UrlConfig::default(),
             redis: UrlConfig::default(),
             smtp: SmtpConfig::default(),
@@ -468,6 +502,7 @@ impl Default for Config {
             nodes: vec![NodeConfig {
                 name: "default".into(),
                 services: Service::ALL.to_vec(),
+                addresses: BTreeMap::new(),
             }],
         }
     }
@@ -488,6 +523,7 @@ impl Default for DatabaseConfig {
             app_password: None,
             pool_size: 32,
             statement_timeout_ms: 30_000,
+            idle_in_transaction_ms: 5_000,
         }
     }
 }
@@ -598,11 +634,29 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         let node = self.current_node()?;
         for service in &node.services {
-            if !self.services.contains_key(service) {
+            if !self.services.contains_key(service) && !node.addresses.contains_key(service) {
                 return Err(ConfigError::MissingService(service.name().into()));
             }
         }
+        let cluster = &self.cluster;
+        if cluster.renew_every_ms == 0 || cluster.lease_ttl_ms < 2 * cluster.renew_every_ms {
+            return Err(ConfigError::Invalid(
+                "cluster.lease_ttl_ms must be at least twice cluster.renew_every_ms (above 0)"
+                    .into(),
+            ));
+        }
         Ok(())
+    }
+
+    /// Where `node` runs `service`: its own address if it has one, else `[services]`'s.
+    pub fn address<'a>(
+        &'a self,
+        node: &'a NodeConfig,
+        service: Service,
+    ) -> Option<&'a ServiceAddr> {
+        node.addresses
+            .get(&service)
+            .or_else(|| self.services.get(&service))
     }
 
     /// Whether a service other than the gateway listens on, or is reached at, an address

@@ -174,7 +174,19 @@ impl From<storage::Error> for ApiError {
         match error {
             storage::Error::Refused(refusal) => refusal.into(),
             storage::Error::Db(e) => e.into(),
+            storage::Error::Fenced(fenced) => ApiError::moved(&fenced),
         }
+    }
+}
+
+impl ApiError {
+    /// The event's shard is changing owner: the client retries in a second (with the same
+    /// idempotency key, on whichever node then owns it).
+    pub fn moved(why: &dyn std::fmt::Display) -> ApiError {
+        tracing::info!(reason = %why, "request for a shard in hand-over");
+        let mut error = ApiError::new(ErrorCode::ServiceUnavailable);
+        error.retry_after = Some(1);
+        error
     }
 }
 

@@ -1,14 +1,18 @@
 //! Prometheus metrics: request counts and latencies per service, route template and status,
 //! served as text at `/metrics`.
 
+use actors::cluster::{MembershipCounts, Ownership};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
 };
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
+use tokio::sync::watch;
 
 /// The metrics of one process.
 #[derive(Clone)]
@@ -18,6 +22,43 @@ pub struct Metrics {
     latency: HistogramVec,
     /// Events waiting in the outboxes, refreshed by the relay supervisor.
     pub outbox_backlog: IntGauge,
+    cluster: Arc<OnceLock<ClusterMetrics>>,
+}
+
+/// The events cluster as this node sees it, read from the membership at each scrape.
+struct ClusterMetrics {
+    owner: Ownership,
+    counts: watch::Receiver<MembershipCounts>,
+    shards_owned: IntGauge,
+    renewals: IntCounter,
+    fenced: IntCounter,
+    handovers: IntCounterVec,
+}
+
+impl ClusterMetrics {
+    fn sync(&self) {
+        let counts = *self.counts.borrow();
+        self.shards_owned.set(self.owner.shards_held() as i64);
+        catch_up(&self.renewals, counts.renewals);
+        catch_up(&self.fenced, self.owner.fenced());
+        catch_up(
+            &self.handovers.with_label_values(&["claimed"]),
+            counts.claimed,
+        );
+        catch_up(
+            &self.handovers.with_label_values(&["handed_over"]),
+            counts.handed_over,
+        );
+        catch_up(&self.handovers.with_label_values(&["lost"]), counts.lost);
+    }
+}
+
+/// Raises a counter to `total` (counters only go up).
+fn catch_up(counter: &IntCounter, total: u64) {
+    let now = counter.get();
+    if total > now {
+        counter.inc_by(total - now);
+    }
 }
 
 impl Metrics {
@@ -49,7 +90,45 @@ impl Metrics {
             requests,
             latency,
             outbox_backlog,
+            cluster: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// Reports the events cluster of this node: shards owned, lease renewals, fenced commits
+    /// and hand-overs (`bilet_cluster_*`).
+    pub fn follow_cluster(&self, owner: Ownership, counts: watch::Receiver<MembershipCounts>) {
+        let gauge = |name: &str, help: &str| {
+            IntGauge::new(name, help).unwrap_or_else(|_| unreachable_metric())
+        };
+        let counter = |name: &str, help: &str| {
+            IntCounter::new(name, help).unwrap_or_else(|_| unreachable_metric())
+        };
+        let metrics = ClusterMetrics {
+            owner,
+            counts,
+            shards_owned: gauge("cluster_shards_owned", "Shards whose lease this node holds"),
+            renewals: counter(
+                "cluster_lease_renewals_total",
+                "Rounds in which this node renewed its leases",
+            ),
+            fenced: counter(
+                "cluster_fenced_commits_total",
+                "Writes the database refused because this node's lease had moved on",
+            ),
+            handovers: IntCounterVec::new(
+                Opts::new(
+                    "cluster_handovers_total",
+                    "Shards this node claimed, handed over, or lost",
+                ),
+                &["kind"],
+            )
+            .unwrap_or_else(|_| unreachable_metric()),
+        };
+        self.register(Box::new(metrics.shards_owned.clone()));
+        self.register(Box::new(metrics.renewals.clone()));
+        self.register(Box::new(metrics.fenced.clone()));
+        self.register(Box::new(metrics.handovers.clone()));
+        let _ = self.cluster.set(metrics);
     }
 
     /// Adds metrics kept elsewhere (the notification send queue's counters).
@@ -61,6 +140,9 @@ impl Metrics {
 
     /// The text exposition of every metric.
     pub fn render(&self) -> String {
+        if let Some(cluster) = self.cluster.get() {
+            cluster.sync();
+        }
         let mut buffer = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buffer);
         String::from_utf8(buffer).unwrap_or_default()

@@ -1,14 +1,18 @@
 //! Forwarding from the gateway to a service in another process: the request goes to the
 //! service's address from cluster.toml with the trusted headers the gateway set and the same
-//! correlation id; a service that does not answer yields 503 in the error format.
+//! correlation id; a service that does not answer yields 503 in the error format. Requests
+//! about one event go to the events node that owns the event's shard (the shard map); while a
+//! shard has no owner the answer is 503 with Retry-After.
 
 use crate::conventions::{CORRELATION_ID, CorrelationId};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::trust::Trust;
+use actors::cluster::ShardMap;
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
@@ -20,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest request body forwarded (the upload limit of the media service, with headroom).
-const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
 
 /// The path prefixes each service answers under.
 pub fn prefixes(service: Service) -> &'static [&'static str] {
@@ -50,26 +54,56 @@ struct Upstream {
     base: Arc<str>,
     service: &'static str,
     trust: Trust,
+    /// For the events service: who owns which shard.
+    shards: Option<ShardMap>,
 }
 
-/// Routes forwarding every prefix of `service` to `base_url`, each request signed as the
-/// gateway's.
+impl Upstream {
+    /// Where a request for `path` goes: the owner of the event it names, else a live member
+    /// (or the configured address); no owner yet is a refusal to retry.
+    fn base_for(&self, path: &str) -> Result<Arc<str>, Response> {
+        let Some(map) = &self.shards else {
+            return Ok(self.base.clone());
+        };
+        match crate::events::owner::event_in_path(path) {
+            Some(event) => map
+                .owner(domain::cluster::shard_of(event))
+                .map(|owner| Arc::from(owner.trim_end_matches('/')))
+                .ok_or_else(|| {
+                    ApiError::moved(&"the event's shard has no owner yet").into_response()
+                }),
+            None => Ok(map
+                .any_member()
+                .map(|m| Arc::from(m.trim_end_matches('/')))
+                .unwrap_or_else(|| self.base.clone())),
+        }
+    }
+}
+
+/// A client for forwarding, with the gateway's timeouts.
+pub fn client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(timeout)
+        .build()
+        .unwrap_or_default()
+}
+
+/// Routes forwarding every prefix of `service` to `base_url` (or, for the events service
+/// with a shard map, to the owner of the event), each request signed as the gateway's.
 pub fn routes(
     service: Service,
     base_url: &str,
     timeout: Duration,
     trust: Trust,
+    shards: Option<ShardMap>,
 ) -> Router<AppState> {
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(2))
-        .timeout(timeout)
-        .build()
-        .unwrap_or_default();
     let upstream = Upstream {
-        client,
+        client: client(timeout),
         base: base_url.trim_end_matches('/').into(),
         service: service.name(),
         trust,
+        shards: shards.filter(|_| service == Service::Events),
     };
     let mut router = Router::new();
     for prefix in prefixes(service) {
@@ -101,13 +135,45 @@ fn hop_by_hop(name: &HeaderName) -> bool {
 
 fn unavailable(service: &str, cause: &dyn std::fmt::Display) -> Response {
     tracing::warn!(service, error = %cause, "service unreachable");
-    ApiError::from(Refusal::from(PlatformRefusal::ServiceUnavailable))
-        .with_details(serde_json::json!({"service": service}))
-        .into_response()
+    let mut error = ApiError::from(Refusal::from(PlatformRefusal::ServiceUnavailable))
+        .with_details(serde_json::json!({"service": service}));
+    error.retry_after = Some(1);
+    error.into_response()
 }
 
 async fn forward(State(upstream): State<Upstream>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    let base = match upstream.base_for(parts.uri.path()) {
+        Ok(base) => base,
+        Err(refused) => return refused,
+    };
+    let Ok(body) = to_bytes(body, MAX_FORWARDED_BODY).await else {
+        return ApiError::new(ErrorCode::PayloadTooLarge).into_response();
+    };
+    send(
+        &upstream.client,
+        &base,
+        upstream.service,
+        &parts,
+        body,
+        Some(&upstream.trust),
+        &[],
+    )
+    .await
+}
+
+/// Sends the request of `parts` with `body` to the same path and query at `base` and streams
+/// the answer back: signed as the gateway's with `sign`, else with the assertion it carries;
+/// `extra` headers are added.
+pub async fn send(
+    client: &reqwest::Client,
+    base: &str,
+    service: &str,
+    parts: &Parts,
+    body: bytes::Bytes,
+    sign: Option<&Trust>,
+    extra: &[(HeaderName, HeaderValue)],
+) -> Response {
     let path = parts
         .uri
         .path_and_query()
@@ -115,16 +181,13 @@ async fn forward(State(upstream): State<Upstream>, request: Request) -> Response
         .unwrap_or("/");
     // The door accepted this path as unambiguous; the URL parser must leave it as it is, or
     // the service would answer for another path than the one the door judged.
-    let url = match reqwest::Url::parse(&format!("{}{path}", upstream.base)) {
+    let url = match reqwest::Url::parse(&format!("{base}{path}")) {
         Ok(url) if url.path() == parts.uri.path() => url,
         _ => {
             return ApiError::new(ErrorCode::ValidationError)
                 .with_details(serde_json::json!({"path": "the path cannot be forwarded as it is"}))
                 .into_response();
         }
-    };
-    let Ok(body) = to_bytes(body, MAX_FORWARDED_BODY).await else {
-        return ApiError::new(ErrorCode::PayloadTooLarge).into_response();
     };
     let mut headers = axum::http::HeaderMap::new();
     for (name, value) in parts.headers.iter().filter(|(n, _)| !hop_by_hop(n)) {
@@ -135,17 +198,19 @@ async fn forward(State(upstream): State<Upstream>, request: Request) -> Response
     {
         headers.insert(CORRELATION_ID, value);
     }
-    upstream
-        .trust
-        .sign(Service::Gateway, &parts.method, &url, &mut headers);
-    let outgoing = upstream
-        .client
+    for (name, value) in extra {
+        headers.insert(name.clone(), value.clone());
+    }
+    if let Some(trust) = sign {
+        trust.sign(Service::Gateway, &parts.method, &url, &mut headers);
+    }
+    let outgoing = client
         .request(parts.method.clone(), url)
         .headers(headers)
         .body(body);
     let reply = match outgoing.send().await {
         Ok(reply) => reply,
-        Err(e) => return unavailable(upstream.service, &e),
+        Err(e) => return unavailable(service, &e),
     };
     let mut response = Response::builder().status(reply.status());
     if let Some(headers) = response.headers_mut() {

@@ -28,7 +28,12 @@ pub fn api_routes(service: Service, state: &AppState) -> Router<AppState> {
                 },
                 crate::idempotency::layer,
             ))
-            .merge(crate::events::self_idempotent_routes()),
+            .merge(crate::events::self_idempotent_routes())
+            // Outermost: a request for an event of a shard held elsewhere goes there as it is.
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                crate::events::owner::route_to_owner,
+            )),
         Service::Media => crate::media::routes(),
         Service::Analytics => crate::analytics::routes(),
         Service::Notifications => crate::notifications::routes(),
@@ -78,7 +83,13 @@ pub fn gateway(state: AppState, door: Door, local: &[Service]) -> Router {
         if local.contains(&service) {
             router = router.merge(api_routes(service, &state));
         } else if let Some(addr) = state.config.services.get(&service) {
-            router = router.merge(proxy::routes(service, &addr.url, timeout, trust.clone()));
+            router = router.merge(proxy::routes(
+                service,
+                &addr.url,
+                timeout,
+                trust.clone(),
+                state.shard_map.clone(),
+            ));
         }
     }
     // The door: applied inside the conventions so refusals carry correlation ids and speak

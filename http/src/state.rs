@@ -29,6 +29,8 @@ pub struct AppState {
     pub tokens: Arc<Tokens>,
     /// The ticket-type actors of this process.
     pub ticketing: Arc<actors::ticketing::Ticketing>,
+    /// Who owns which events shard, in a process running a gateway.
+    pub shard_map: Option<actors::cluster::ShardMap>,
     /// Where media bytes live.
     pub objects: storage::media::objects::Objects,
     /// The variant worker, in a process running the media service.

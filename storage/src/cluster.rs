@@ -2,13 +2,20 @@
 //! owner, an epoch and an expiry on the database's clock (`clock_timestamp()`), so nodes whose
 //! clocks disagree still agree on who holds what. A lease is taken only when it is free or has
 //! run out, and every change of owner raises the epoch; an owner's transaction checks its
-//! owner and epoch with `fence`, which also holds the lease row until commit, so a takeover
-//! waits for a commit in flight and a stale owner commits nothing.
+//! owner and epoch with a `Fence`, which also key-share-locks the lease rows until commit. A
+//! takeover locks the row for update and skips rows still locked, so it never lands while a
+//! commit is in flight, a stale owner commits nothing, and renewals (which change no key) never
+//! wait for the owner's own transactions.
 
 use crate::db::{Database, DbError, Tx};
+use crate::error::Error;
 use chrono::{DateTime, Utc};
 use domain::cluster::ShardId;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// The channel a change of shard owners is announced on (the gateway's map listens).
+pub const CHANNEL: &str = "bilet_shards";
 
 /// A shard held by a node at an epoch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,15 +61,79 @@ pub struct Fenced {
     pub epoch: i64,
 }
 
-/// Why a fenced write failed.
-#[derive(Debug, thiserror::Error)]
-pub enum FenceError {
-    /// The lease moved on.
-    #[error(transparent)]
-    Fenced(#[from] Fenced),
-    /// The database failed.
-    #[error(transparent)]
-    Db(#[from] DbError),
+/// What a node relies on when it writes for some shards: its name and their leases. Every
+/// owner's transaction checks it with `check`, inside the transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fence {
+    node: Arc<str>,
+    leases: Vec<Lease>,
+}
+
+impl Fence {
+    /// `node` writing under `leases`.
+    pub fn new(node: impl Into<Arc<str>>, leases: Vec<Lease>) -> Fence {
+        Fence {
+            node: node.into(),
+            leases,
+        }
+    }
+
+    /// The node.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The leases.
+    pub fn leases(&self) -> &[Lease] {
+        &self.leases
+    }
+
+    /// The shards, as the database stores them (for `events.shard = ANY(..)`).
+    pub fn shards(&self) -> Vec<i16> {
+        self.leases.iter().map(|l| l.shard.as_i16()).collect()
+    }
+
+    /// Whether it covers no shard (a write under it can touch nothing).
+    pub fn is_empty(&self) -> bool {
+        self.leases.is_empty()
+    }
+
+    /// Checks inside `tx` that the node still holds every lease, and key-share-locks their
+    /// rows until `tx` ends: a takeover skips a locked row, so either this commit lands while
+    /// the leases hold or nothing of it is written.
+    pub async fn check(&self, tx: &Tx) -> Result<(), Error> {
+        if self.leases.is_empty() {
+            return Ok(());
+        }
+        let epochs: Vec<i64> = self.leases.iter().map(|l| l.epoch).collect();
+        let stmt = tx
+            .prepare_cached(
+                "SELECT l.shard FROM event_service.shard_leases l
+                 JOIN UNNEST($1::int2[], $2::int8[]) AS h(shard, epoch)
+                   ON h.shard = l.shard AND h.epoch = l.epoch
+                 WHERE l.owner = $3 AND l.expires_at > clock_timestamp()
+                 FOR KEY SHARE OF l",
+            )
+            .await?;
+        let held = tx
+            .query(&stmt, &[&self.shards(), &epochs, &&*self.node])
+            .await?;
+        if held.len() == self.leases.len() {
+            return Ok(());
+        }
+        let kept: Vec<i16> = held.iter().map(|r| r.get(0)).collect();
+        let lost = self
+            .leases
+            .iter()
+            .find(|l| !kept.contains(&l.shard.as_i16()))
+            .copied()
+            .unwrap_or(self.leases[0]);
+        Err(Error::Fenced(Fenced {
+            shard: lost.shard,
+            node: self.node.to_string(),
+            epoch: lost.epoch,
+        }))
+    }
 }
 
 fn millis(d: Duration) -> f64 {
@@ -141,15 +212,32 @@ pub async fn claim(
     let client = db.client().await?;
     let rows = client
         .query(
-            "UPDATE event_service.shard_leases
-             SET owner = $1, epoch = epoch + 1, changed_at = clock_timestamp(),
+            // A row still locked by the old owner's transaction is skipped, not waited for:
+            // the next round takes it once that commit (or rollback) is over.
+            "UPDATE event_service.shard_leases l
+             SET owner = $1, epoch = l.epoch + 1, changed_at = clock_timestamp(),
                  expires_at = clock_timestamp() + make_interval(secs => $3::float8 / 1000)
-             WHERE shard = ANY($2) AND (owner IS NULL OR expires_at <= clock_timestamp())
-             RETURNING shard, epoch",
+             WHERE l.shard IN (
+                 SELECT shard FROM event_service.shard_leases
+                 WHERE shard = ANY($2) AND (owner IS NULL OR expires_at <= clock_timestamp())
+                 FOR UPDATE SKIP LOCKED)
+               AND (l.owner IS NULL OR l.expires_at <= clock_timestamp())
+             RETURNING l.shard, l.epoch",
             &[&node, &shards(wanted), &millis(ttl)],
         )
         .await?;
+    if !rows.is_empty() {
+        announce(&client).await?;
+    }
     Ok(leases(&rows))
+}
+
+/// Tells the listeners (gateways) that owners changed.
+async fn announce(client: &tokio_postgres::Client) -> Result<(), DbError> {
+    client
+        .execute("SELECT pg_notify($1, '')", &[&CHANNEL])
+        .await?;
+    Ok(())
 }
 
 /// Gives up `node`'s leases on `given` (a hand-over or a shutdown): another node can take
@@ -159,14 +247,18 @@ pub async fn release(db: &Database, node: &str, given: &[ShardId]) -> Result<u64
         return Ok(0);
     }
     let client = db.client().await?;
-    Ok(client
+    let released = client
         .execute(
             "UPDATE event_service.shard_leases
              SET owner = NULL, expires_at = '-infinity', changed_at = clock_timestamp()
              WHERE owner = $1 AND shard = ANY($2)",
             &[&node, &shards(given)],
         )
-        .await?)
+        .await?;
+    if released > 0 {
+        announce(&client).await?;
+    }
+    Ok(released)
 }
 
 /// Leaves the cluster: every lease of `node` is released and it is no longer a member.
@@ -186,7 +278,35 @@ pub async fn leave(db: &Database, node: &str) -> Result<(), DbError> {
             &[&node],
         )
         .await?;
-    Ok(())
+    announce(&client).await
+}
+
+/// Forgets members silent for longer than `after` (earlier incarnations of restarted nodes).
+pub async fn forget_silent(db: &Database, after: Duration) -> Result<u64, DbError> {
+    let client = db.client().await?;
+    Ok(client
+        .execute(
+            "DELETE FROM event_service.members
+             WHERE heartbeat_at < clock_timestamp() - make_interval(secs => $1::float8 / 1000)
+               AND NOT EXISTS (SELECT 1 FROM event_service.shard_leases l
+                               WHERE l.owner = members.node AND l.expires_at > clock_timestamp())",
+            &[&millis(after)],
+        )
+        .await?)
+}
+
+/// The address of the node holding an unexpired lease on `shard`, if any.
+pub async fn owner_address(db: &Database, shard: ShardId) -> Result<Option<String>, DbError> {
+    let client = db.client().await?;
+    let row = client
+        .query_opt(
+            "SELECT m.address FROM event_service.shard_leases l
+             JOIN event_service.members m ON m.node = l.owner
+             WHERE l.shard = $1 AND l.expires_at > clock_timestamp()",
+            &[&shard.as_i16()],
+        )
+        .await?;
+    Ok(row.map(|r| r.get(0)))
 }
 
 /// Every shard with its current owner (an unexpired lease) and that owner's address.
@@ -214,30 +334,6 @@ pub async fn map(db: &Database) -> Result<Vec<ShardState>, DbError> {
             }
         })
         .collect())
-}
-
-/// Checks inside `tx` that `node` still holds `lease`, and keeps the lease row share-locked
-/// until `tx` ends: a takeover (which updates the row) waits for this commit, so either the
-/// commit lands while the lease holds or the check fails and nothing is written.
-pub async fn fence(tx: &Tx, node: &str, lease: Lease) -> Result<(), FenceError> {
-    let held = tx
-        .query_opt(
-            "SELECT 1 FROM event_service.shard_leases
-             WHERE shard = $1 AND owner = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-             FOR SHARE",
-            &[&lease.shard.as_i16(), &node, &lease.epoch],
-        )
-        .await
-        .map_err(DbError::from)?;
-    match held {
-        Some(_) => Ok(()),
-        None => Err(Fenced {
-            shard: lease.shard,
-            node: node.to_string(),
-            epoch: lease.epoch,
-        }
-        .into()),
-    }
 }
 
 fn leases(rows: &[tokio_postgres::Row]) -> Vec<Lease> {

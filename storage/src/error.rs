@@ -13,6 +13,16 @@ pub enum Error {
     /// The database failed.
     #[error(transparent)]
     Db(#[from] DbError),
+    /// This node no longer holds the shard it wrote for; nothing was written.
+    #[error(transparent)]
+    Fenced(#[from] crate::cluster::Fenced),
+}
+
+impl Error {
+    /// Whether the write was refused because its shard's lease moved on.
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, Error::Fenced(_))
+    }
 }
 
 impl From<Refusal> for Error {

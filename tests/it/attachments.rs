@@ -366,10 +366,12 @@ async fn media_in_another_process_is_asked_over_http() {
                     .into_iter()
                     .filter(|s| *s != Service::Media)
                     .collect(),
+                addresses: Default::default(),
             },
             NodeConfig {
                 name: "media".into(),
                 services: vec![Service::Media],
+                addresses: Default::default(),
             },
         ];
         c.node = "rest".into();

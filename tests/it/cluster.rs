@@ -8,7 +8,7 @@ use domain::cluster::{SHARDS, ShardId, shard_of};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use storage::Scope;
-use storage::cluster::{self, FenceError, Lease};
+use storage::cluster::{self, Fence, Lease};
 use tokio::sync::watch;
 
 fn settings(node: &str) -> MembershipSettings {
@@ -111,28 +111,38 @@ async fn a_stale_owner_commits_nothing() {
             .is_empty()
     );
 
-    // A transaction of the owner holds the lease row: a takeover waits for its commit.
+    // A transaction of the owner holds the lease row: a takeover skips it until it commits.
+    let fence = Fence::new("events-a", vec![stale]);
     let tx = t.db.begin(Scope::system()).await.unwrap();
-    cluster::fence(&tx, "events-a", stale).await.unwrap();
+    fence.check(&tx).await.unwrap();
+    // The owner's own renewal does not wait for its transactions (it changes no key).
+    let renewed = tokio::time::timeout(
+        Duration::from_secs(2),
+        cluster::renew(&t.db, "events-a", ttl),
+    )
+    .await
+    .expect("a renewal never waits for the owner's fenced transactions")
+    .unwrap();
+    assert_eq!(renewed, vec![stale]);
     tokio::time::sleep(ttl + Duration::from_millis(100)).await;
-    let db = t.db.clone();
-    let takeover = tokio::spawn(async move {
-        cluster::claim(&db, "events-b", &[shard], Duration::from_secs(5)).await
-    });
-    tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
-        !takeover.is_finished(),
-        "the takeover waits for the commit in flight"
+        cluster::claim(&t.db, "events-b", &[shard], Duration::from_secs(5))
+            .await
+            .unwrap()
+            .is_empty(),
+        "no takeover while the old owner's commit is in flight"
     );
     tx.commit().await.unwrap();
-    let taken = takeover.await.unwrap().unwrap();
+    let taken = cluster::claim(&t.db, "events-b", &[shard], Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(taken.len(), 1);
     assert_eq!(taken[0].epoch, stale.epoch + 1, "a new owner, a new epoch");
 
     // The old owner wakes up: its next transaction is refused, with the lease it thought it had.
     let tx = t.db.begin(Scope::system()).await.unwrap();
-    match cluster::fence(&tx, "events-a", stale).await {
-        Err(FenceError::Fenced(f)) => assert_eq!((f.shard, f.epoch), (shard, stale.epoch)),
+    match fence.check(&tx).await {
+        Err(storage::Error::Fenced(f)) => assert_eq!((f.shard, f.epoch), (shard, stale.epoch)),
         other => panic!("a stale owner was not fenced: {other:?}"),
     }
     // Nor can it renew what it lost.

@@ -304,6 +304,7 @@ async fn two_gateway_processes_forward_and_share_one_budget_in_redis() {
     config.nodes.push(domain::config::NodeConfig {
         name: "identity".into(),
         services: vec![domain::config::Service::Identity],
+        addresses: Default::default(),
     });
     config.node = "identity".into();
     let identity = bilet::node::start(config).await.unwrap();

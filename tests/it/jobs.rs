@@ -11,6 +11,7 @@ async fn node_of(t: &TestDb, services: &[Service]) -> Node {
     config.nodes.push(NodeConfig {
         name: "partial".into(),
         services: services.to_vec(),
+        addresses: Default::default(),
     });
     config.node = "partial".into();
     node::start(config).await.unwrap()

@@ -103,6 +103,7 @@ async fn a_node_runs_only_the_services_it_is_given() {
     config.nodes.push(domain::config::NodeConfig {
         name: "events-only".into(),
         services: vec![Service::Events],
+        addresses: Default::default(),
     });
     config.node = "events-only".into();
     let node = node::start(config).await.unwrap();

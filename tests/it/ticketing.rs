@@ -1008,22 +1008,8 @@ async fn reminders_go_out_once_a_day_before() {
     ctx.post_empty(&format!("/api/v1/events/{id}/publish"), Some(&owner.access))
         .await;
     setup(&ctx, &owner, json!({"name": "Later", "quantity": 1})).await;
-    use domain::clock::Clock;
-    let now = ctx.clock.now();
-    assert_eq!(
-        storage::events::catalog::remind_due(&ctx.t.db, now)
-            .await
-            .unwrap(),
-        1,
-        "only the event within 24 hours"
-    );
-    assert_eq!(
-        storage::events::catalog::remind_due(&ctx.t.db, now)
-            .await
-            .unwrap(),
-        0,
-        "once"
-    );
+    assert_eq!(ctx.remind_due().await, 1, "only the event within 24 hours");
+    assert_eq!(ctx.remind_due().await, 0, "once");
     assert!(eventually(5, || async { ctx.events.of("event.reminder").len() == 1 }).await);
     assert_eq!(
         ctx.events.of("event.reminder")[0].data["eventId"],

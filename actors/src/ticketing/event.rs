@@ -3,13 +3,16 @@
 //! event-level timer, the reminder 24 hours before the start, read from the database when it
 //! starts. It stops when it has been idle and no ticket-type actor runs under it.
 
+use super::registry::TicketingError;
 use super::ticket_type::{Job, TicketTypeActor, TicketTypeArgs, TicketTypeMsg};
+use crate::cluster::Ownership;
 use domain::clock::Clock;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use storage::Database;
+use storage::cluster::Fence;
 use storage::events::catalog;
 use uuid::Uuid;
 
@@ -37,6 +40,10 @@ pub struct EventArgs {
     pub batch: usize,
     /// Without requests for this long (and no ticket-type actor left), the actor stops.
     pub idle: Duration,
+    /// The lease of the event's shard every write of the actor (and its children) checks.
+    pub fence: Fence,
+    /// What the node owns (for counting refused writes).
+    pub owner: Ownership,
 }
 
 /// The actor's state.
@@ -93,7 +100,7 @@ impl Actor for EventActor {
                         }
                     }
                     Err(e) => {
-                        let _ = job.reply.send(Err(e.to_string()));
+                        let _ = job.reply.send(Err(TicketingError::Failed(e.to_string())));
                     }
                 }
             }
@@ -101,9 +108,15 @@ impl Actor for EventActor {
                 child(&myself, state, ticket_type).await?;
             }
             EventMsg::Remind => {
-                let (db, event) = (&state.args.db, state.args.event);
-                match catalog::remind(db, event, state.args.clock.now()).await {
+                let (db, event, fence) = (&state.args.db, state.args.event, &state.args.fence);
+                match catalog::remind(db, fence, event, state.args.clock.now()).await {
                     Ok(true) => tracing::info!(%event, "event reminder sent"),
+                    Err(e) if e.is_fenced() => {
+                        // The shard is someone else's now: so are its timers.
+                        state.args.owner.count_fenced();
+                        tracing::warn!(%event, error = %e, "reminder refused: the shard moved");
+                        myself.stop(Some("fenced".into()));
+                    }
                     Ok(false) => {
                         // Not yet (the clock is behind the timer) or not any more.
                         if let Ok(Some(due)) = catalog::reminder_due_at(db, event).await {
@@ -168,6 +181,8 @@ async fn child(
         ticket_type,
         batch: state.args.batch,
         idle: state.args.idle,
+        fence: state.args.fence.clone(),
+        owner: state.args.owner.clone(),
     };
     let (actor, _) = Actor::spawn_linked(None, TicketTypeActor, args, myself.get_cell()).await?;
     state.children.insert(ticket_type, actor.clone());

@@ -4,6 +4,8 @@
 //! together (group commit), then each gets its answer. The actor also owns the expiry timer of
 //! its reservations, rebuilt from the stored deadlines whenever it starts.
 
+use super::registry::TicketingError;
+use crate::cluster::Ownership;
 use chrono::{DateTime, Utc};
 use domain::clock::Clock;
 use domain::events::seats::SeatRefusal;
@@ -12,6 +14,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::Arc;
 use std::time::Duration;
 use storage::Database;
+use storage::cluster::Fence;
 use storage::events::registrations;
 use storage::events::seats::{self, SeatOutcome, SeatRequest};
 use tokio::sync::oneshot;
@@ -22,7 +25,7 @@ pub struct Job {
     /// The request.
     pub request: SeatRequest,
     /// The answer channel.
-    pub reply: oneshot::Sender<Result<SeatOutcome, String>>,
+    pub reply: oneshot::Sender<Result<SeatOutcome, TicketingError>>,
 }
 
 /// What a ticket-type actor is told.
@@ -52,6 +55,10 @@ pub struct TicketTypeArgs {
     pub batch: usize,
     /// Without requests for this long, the actor stops.
     pub idle: Duration,
+    /// The lease of the event's shard every write checks.
+    pub fence: Fence,
+    /// What the node owns (for counting refused writes).
+    pub owner: Ownership,
 }
 
 /// The actor's state.
@@ -80,7 +87,9 @@ impl Actor for TicketTypeActor {
         args: TicketTypeArgs,
     ) -> Result<TicketTypeState, ActorProcessingErr> {
         let tenant = seats::owner(&args.db, args.ticket_type).await?;
-        let next = registrations::next_expiry(&args.db, Some(args.ticket_type)).await?;
+        let next =
+            registrations::next_expiry(&args.db, &args.fence.shards(), Some(args.ticket_type))
+                .await?;
         let mut state = TicketTypeState {
             args,
             tenant,
@@ -115,18 +124,31 @@ impl Actor for TicketTypeActor {
             }
             TicketTypeMsg::Flush => {
                 state.flush_queued = false;
-                flush(&myself, state).await;
+                if let Err(moved) = flush(&myself, state).await {
+                    fenced(&myself, state, &moved);
+                }
             }
             TicketTypeMsg::Expire => {
                 state.next_expiry = None;
-                let (db, ticket_type) = (&state.args.db, state.args.ticket_type);
-                match registrations::expire_due(db, Some(ticket_type), state.args.clock.now()).await
+                let (db, ticket_type, fence) =
+                    (&state.args.db, state.args.ticket_type, &state.args.fence);
+                match registrations::expire_due(
+                    db,
+                    fence,
+                    Some(ticket_type),
+                    state.args.clock.now(),
+                )
+                .await
                 {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(%ticket_type, expired = n, "reservations expired"),
+                    Err(e) if e.is_fenced() => {
+                        fenced(&myself, state, &TicketingError::of(&e));
+                        return Ok(());
+                    }
                     Err(e) => tracing::warn!(%ticket_type, error = %e, "reservation expiry failed"),
                 }
-                let next = registrations::next_expiry(db, Some(ticket_type))
+                let next = registrations::next_expiry(db, &fence.shards(), Some(ticket_type))
                     .await
                     .unwrap_or(None);
                 schedule_expiry(&myself, state, next);
@@ -139,6 +161,17 @@ impl Actor for TicketTypeActor {
         }
         Ok(())
     }
+}
+
+/// The database refused a write: the shard's lease moved on. What is pending goes back as
+/// moved (its new owner answers) and the actor stops, timers and all.
+fn fenced(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState, why: &TicketingError) {
+    state.args.owner.count_fenced();
+    tracing::warn!(ticket_type = %state.args.ticket_type, error = %why, "write refused: the shard moved; actor stops");
+    for job in state.pending.drain(..) {
+        let _ = job.reply.send(Err(why.clone()));
+    }
+    myself.stop(Some("fenced".into()));
 }
 
 /// Notes activity and arms the idle check.
@@ -168,10 +201,17 @@ fn schedule_expiry(
     myself.send_after(wait, || TicketTypeMsg::Expire);
 }
 
-/// Commits everything pending, `batch` requests at a time, and answers each request.
-async fn flush(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
-    let Some(tenant) = state.tenant else { return };
+/// Commits everything pending, `batch` requests at a time, and answers each request. A
+/// refused fence ends the flush: the jobs of that batch and the rest are for the new owner.
+async fn flush(
+    myself: &ActorRef<TicketTypeMsg>,
+    state: &mut TicketTypeState,
+) -> Result<(), TicketingError> {
+    let Some(tenant) = state.tenant else {
+        return Ok(());
+    };
     let (db, ticket_type) = (state.args.db.clone(), state.args.ticket_type);
+    let fence = state.args.fence.clone();
     let batch = state.args.batch.max(1);
     while !state.pending.is_empty() {
         let take = state.pending.len().min(batch);
@@ -179,7 +219,7 @@ async fn flush(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
         let requests: Vec<SeatRequest> = jobs.iter().map(|j| j.request.clone()).collect();
         let now = state.args.clock.now();
         let started = std::time::Instant::now();
-        let committed = seats::commit_batch(&db, tenant, ticket_type, &requests, now).await;
+        let committed = seats::commit_batch(&db, &fence, tenant, ticket_type, &requests, now).await;
         tracing::debug!(
             %ticket_type,
             batch = requests.len(),
@@ -187,20 +227,25 @@ async fn flush(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
             conflict = committed.as_ref().err().is_some_and(seats::is_conflict),
             "group commit"
         );
-        let outcomes: Vec<Result<SeatOutcome, String>> = match committed {
+        let outcomes: Vec<Result<SeatOutcome, TicketingError>> = match committed {
             Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
-            // A concurrent writer (another process, another type of the same event) or a code
+            Err(e) if e.is_fenced() => {
+                let moved = TicketingError::of(&e);
+                state.pending.splice(0..0, jobs);
+                return Err(moved);
+            }
+            // A concurrent writer (another type of the same event, a cancellation) or a code
             // collision broke the batch: judge each request on its own.
             Err(e) if seats::is_conflict(&e) => {
                 let mut one_by_one = Vec::with_capacity(requests.len());
                 for request in &requests {
-                    one_by_one.push(single(&db, tenant, ticket_type, request, now).await);
+                    one_by_one.push(single(&db, &fence, tenant, ticket_type, request, now).await);
                 }
                 one_by_one
             }
             Err(e) => {
                 tracing::error!(%ticket_type, error = %e, "group commit failed");
-                vec![Err(e.to_string()); requests.len()]
+                vec![Err(TicketingError::Failed(e.to_string())); requests.len()]
             }
         };
         let earliest = outcomes
@@ -215,39 +260,59 @@ async fn flush(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
             let _ = job.reply.send(outcome);
         }
     }
+    Ok(())
 }
 
 /// One request on its own, without an actor: the baseline that takes the row lock per
 /// request (`ticketing.mode = "direct"`).
 pub async fn direct(
     db: &Database,
+    fence: &Fence,
+    owner: &Ownership,
     ticket_type: Uuid,
     request: &SeatRequest,
     now: DateTime<Utc>,
-) -> Result<SeatOutcome, String> {
-    match seats::owner(db, ticket_type).await {
-        Ok(Some(tenant)) => single(db, tenant, ticket_type, request, now).await,
+) -> Result<SeatOutcome, TicketingError> {
+    let outcome = match seats::owner(db, ticket_type).await {
+        Ok(Some(tenant)) => single(db, fence, tenant, ticket_type, request, now).await,
         Ok(None) => Ok(SeatOutcome::NotFound),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(TicketingError::of(&e)),
+    };
+    if matches!(outcome, Err(TicketingError::Moved(_))) {
+        owner.count_fenced();
     }
+    outcome
 }
 
 /// One request on its own (the baseline, and the fallback after a conflict).
 pub async fn single(
     db: &Database,
+    fence: &Fence,
     tenant: TenantId,
     ticket_type: Uuid,
     request: &SeatRequest,
     now: DateTime<Utc>,
-) -> Result<SeatOutcome, String> {
+) -> Result<SeatOutcome, TicketingError> {
     for _ in 0..3 {
-        match seats::commit_batch(db, tenant, ticket_type, std::slice::from_ref(request), now).await
+        match seats::commit_batch(
+            db,
+            fence,
+            tenant,
+            ticket_type,
+            std::slice::from_ref(request),
+            now,
+        )
+        .await
         {
-            Ok(mut outcome) => return outcome.pop().ok_or_else(|| "empty outcome".to_string()),
+            Ok(mut outcome) => {
+                return outcome
+                    .pop()
+                    .ok_or_else(|| TicketingError::Failed("empty outcome".into()));
+            }
             // The user registered, or used the key, through another path in the meantime: the
             // next attempt sees it.
             Err(e) if seats::is_conflict(&e) => continue,
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(TicketingError::of(&e)),
         }
     }
     Ok(SeatOutcome::Refused(SeatRefusal::AlreadyRegistered))

@@ -1,7 +1,9 @@
-//! The reservation timer: sleeps until the earliest deadline stored in the database (or at
-//! most a second), then expires what is due: reservations and waiting-list holds. Deadlines live in `expires_at`, so a restart or a
-//! crash loses no timer: the new process reads them again.
+//! The reservation timer of the shards this node holds: sleeps until the earliest deadline
+//! stored for them (or at most a second), then expires what is due: reservations and
+//! waiting-list holds, each under the fence of the held leases. Deadlines live in
+//! `expires_at`, so a restart, a crash or a hand-over loses no timer: the new owner reads them.
 
+use crate::cluster::Ownership;
 use domain::clock::Clock;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,35 +15,54 @@ use tokio::sync::watch;
 pub struct ReservationTimer {
     db: Database,
     clock: Arc<dyn Clock>,
+    owner: Ownership,
+}
+
+/// Logs a sweep's outcome; a refused fence is counted (the shard moved mid-sweep).
+fn report(owner: &Ownership, what: &str, outcome: storage::Result<usize>) {
+    match outcome {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(expired = n, what, "expired"),
+        Err(e) if e.is_fenced() => {
+            owner.count_fenced();
+            tracing::warn!(what, error = %e, "sweep refused: a shard moved");
+        }
+        Err(e) => tracing::warn!(what, error = %e, "expiry failed"),
+    }
 }
 
 impl ReservationTimer {
-    /// A timer over `db`.
-    pub fn new(db: Database, clock: Arc<dyn Clock>) -> ReservationTimer {
-        ReservationTimer { db, clock }
+    /// A timer over `db` for what `owner` holds.
+    pub fn new(db: Database, clock: Arc<dyn Clock>, owner: Ownership) -> ReservationTimer {
+        ReservationTimer { db, clock, owner }
     }
 
     /// Runs until `stop` changes.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         loop {
-            let now = self.clock.now();
-            match registrations::expire_due(&self.db, None, now).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(expired = n, "reservations expired"),
-                Err(e) => tracing::warn!(error = %e, "reservation expiry failed"),
+            let fence = self.owner.fence();
+            let mut wait = Duration::from_secs(1);
+            if !fence.is_empty() {
+                let now = self.clock.now();
+                report(
+                    &self.owner,
+                    "reservations",
+                    registrations::expire_due(&self.db, &fence, None, now).await,
+                );
+                report(
+                    &self.owner,
+                    "waiting-list holds",
+                    waitlist::expire_due(&self.db, &fence, now).await,
+                );
+                if let Ok(Some(next)) =
+                    registrations::next_expiry(&self.db, &fence.shards(), None).await
+                {
+                    wait = (next - self.clock.now())
+                        .to_std()
+                        .unwrap_or(Duration::ZERO)
+                        .min(wait);
+                }
             }
-            match waitlist::expire_due(&self.db, now).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(expired = n, "waiting-list holds expired"),
-                Err(e) => tracing::warn!(error = %e, "waiting-list expiry failed"),
-            }
-            let wait = match registrations::next_expiry(&self.db, None).await {
-                Ok(Some(next)) => (next - self.clock.now())
-                    .to_std()
-                    .unwrap_or(Duration::ZERO)
-                    .min(Duration::from_secs(1)),
-                _ => Duration::from_secs(1),
-            };
             tokio::select! {
                 _ = tokio::time::sleep(wait.max(Duration::from_millis(50))) => {}
                 _ = stop.changed() => return,

@@ -71,6 +71,7 @@ async fn main() -> anyhow::Result<()> {
     forwarding.nodes.push(NodeConfig {
         name: "gateway-only".into(),
         services: vec![Service::Gateway],
+        addresses: Default::default(),
     });
     forwarding.node = "gateway-only".into();
     let forwarder = bilet::node::start(forwarding)

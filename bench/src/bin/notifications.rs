@@ -132,6 +132,7 @@ async fn main() -> anyhow::Result<()> {
     config.nodes = vec![domain::config::NodeConfig {
         name: "default".into(),
         services: vec![Service::Notifications],
+        addresses: Default::default(),
     }];
     let node = bilet::node::start(config).await.context("start the node")?;
 

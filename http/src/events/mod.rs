@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod dto;
+pub mod owner;
 pub mod payments;
 pub mod registrations;
 pub mod ticket_types;

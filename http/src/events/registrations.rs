@@ -9,6 +9,7 @@ use crate::extract::{Json, MaybeJson, Path, Query};
 use crate::idempotency::{IDEMPOTENCY_KEY, REPLAYED};
 use crate::paging::PageParams;
 use crate::state::AppState;
+use actors::ticketing::TicketingError;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -118,7 +119,10 @@ pub async fn create(
         .ticketing
         .reserve(event_id, body.ticket_type_id, request)
         .await
-        .map_err(|e| ApiError::internal(&e))?;
+        .map_err(|e| match e {
+            TicketingError::Moved(_) => ApiError::moved(&e),
+            TicketingError::Failed(_) => ApiError::internal(&e),
+        })?;
     match outcome {
         SeatOutcome::Replayed(first) => {
             let mut response = answer(&state, &caller, event_id, body.ticket_type_id, *first)

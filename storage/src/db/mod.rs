@@ -2,10 +2,12 @@
 //! level security applies to every query they make; migrations run as the owner given by
 //! `database.url`.
 
+mod listen;
 mod migrate;
 pub mod page;
 mod scope;
 
+pub use listen::listen;
 pub use migrate::{APP_ROLE, migrate};
 pub use scope::{Scope, Tx};
 
@@ -123,8 +125,8 @@ impl Database {
         };
         pg.application_name("bilet");
         pg.options(format!(
-            "-c statement_timeout={}",
-            config.statement_timeout_ms
+            "-c statement_timeout={} -c idle_in_transaction_session_timeout={}",
+            config.statement_timeout_ms, config.idle_in_transaction_ms
         ));
         pg.connect_timeout(Duration::from_secs(5));
         let manager = Manager::from_config(

@@ -2,6 +2,7 @@
 //! jobs that complete ended events.
 
 use super::publish;
+use crate::cluster::Fence;
 use crate::db::{Database, Scope, page};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
@@ -558,6 +559,7 @@ pub async fn delete(
 pub async fn complete_ended(db: &Database, now: DateTime<Utc>) -> Result<usize> {
     update_and_announce(
         db,
+        None,
         "SET status = 'COMPLETED', updated_at = $1
          WHERE status = 'PUBLISHED' AND deleted_at IS NULL
            AND COALESCE(ends_at, starts_at + interval '24 hours') < $1",
@@ -567,25 +569,30 @@ pub async fn complete_ended(db: &Database, now: DateTime<Utc>) -> Result<usize> 
     .await
 }
 
-/// Publishes event.reminder once for every published event starting within 24 hours.
-/// Returns how many reminders went out.
-pub async fn remind_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
+/// Publishes event.reminder once for every published event of the fence's shards starting
+/// within 24 hours. Returns how many reminders went out.
+pub async fn remind_due(db: &Database, fence: &Fence, now: DateTime<Utc>) -> Result<usize> {
+    if fence.is_empty() {
+        return Ok(0);
+    }
     update_and_announce(
         db,
+        Some(fence),
         "SET reminder_sent_at = $1
          WHERE status = 'PUBLISHED' AND deleted_at IS NULL AND reminder_sent_at IS NULL
-           AND starts_at > $1 AND starts_at <= $1 + interval '24 hours'",
+           AND starts_at > $1 AND starts_at <= $1 + interval '24 hours' AND shard = ANY($2)",
         DomainEvent::EventReminder,
-        &[&now],
+        &[&now, &fence.shards()],
     )
     .await
 }
 
-/// Publishes event.reminder for one event if it is due (the event's actor timer); the
-/// `reminder_sent_at` claim keeps it to once whoever gets there first.
-pub async fn remind(db: &Database, event: Uuid, now: DateTime<Utc>) -> Result<bool> {
+/// Publishes event.reminder for one event if it is due (the event's actor timer, under its
+/// shard's fence); the `reminder_sent_at` claim keeps it to once whoever gets there first.
+pub async fn remind(db: &Database, fence: &Fence, event: Uuid, now: DateTime<Utc>) -> Result<bool> {
     let sent = update_and_announce(
         db,
+        Some(fence),
         "SET reminder_sent_at = $1
          WHERE id = $2 AND status = 'PUBLISHED' AND deleted_at IS NULL AND reminder_sent_at IS NULL
            AND starts_at > $1 AND starts_at <= $1 + interval '24 hours'",
@@ -612,14 +619,18 @@ pub async fn reminder_due_at(db: &Database, event: Uuid) -> Result<Option<DateTi
 }
 
 /// A job across tenants: updates the events `set_where` selects (with `params`) and
-/// announces each of them with `announce`.
+/// announces each of them with `announce`; under `fence` when only a shard's owner may.
 async fn update_and_announce(
     db: &Database,
+    fence: Option<&Fence>,
     set_where: &str,
     announce: fn(EventState) -> DomainEvent,
     params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
 ) -> Result<usize> {
     let tx = db.begin(Scope::system()).await?;
+    if let Some(fence) = fence {
+        fence.check(&tx).await?;
+    }
     let rows = tx
         .query(
             &format!("UPDATE event_service.events {set_where} RETURNING {COLUMNS}"),

@@ -4,6 +4,7 @@
 //! user and event stay the final judges.
 
 use super::publish;
+use crate::cluster::Fence;
 use crate::db::{Database, DbError, Scope, Tx, page};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
@@ -382,25 +383,34 @@ pub async fn cancel(
     Ok(cancelled)
 }
 
-/// Expires every reservation whose time has run out; publishes reservation.expired for
-/// each. Returns how many expired.
+/// Expires every reservation of the fence's shards whose time has run out (of one ticket
+/// type, or of all); publishes reservation.expired for each. Returns how many expired.
 pub async fn expire_due(
     db: &Database,
+    fence: &Fence,
     ticket_type: Option<Uuid>,
     now: DateTime<Utc>,
 ) -> Result<usize> {
+    if fence.is_empty() {
+        return Ok(0);
+    }
     let tx = db.begin(Scope::system()).await?;
     let due: Vec<Uuid> = tx
         .query(
-            "SELECT id FROM event_service.registrations WHERE status = 'RESERVED' AND expires_at <= $1
-               AND ($2::uuid IS NULL OR ticket_type_id = $2)
-             ORDER BY ticket_type_id, expires_at LIMIT 500",
-            &[&now, &ticket_type],
+            "SELECT r.id FROM event_service.registrations r JOIN event_service.events e ON e.id = r.event_id
+             WHERE r.status = 'RESERVED' AND r.expires_at <= $1
+               AND ($2::uuid IS NULL OR r.ticket_type_id = $2) AND e.shard = ANY($3)
+             ORDER BY r.ticket_type_id, r.expires_at LIMIT 500",
+            &[&now, &ticket_type, &fence.shards()],
         )
         .await?
         .iter()
         .map(|r| r.get(0))
         .collect();
+    if due.is_empty() {
+        return Ok(0);
+    }
+    fence.check(&tx).await?;
     let mut expired = 0;
     for id in due {
         let current = lock(&tx, id).await?;
@@ -424,17 +434,21 @@ pub async fn expire_due(
     Ok(expired)
 }
 
-/// The earliest reservation deadline (of one ticket type, or of all), for the timers.
+/// The earliest reservation deadline in `shards` (of one ticket type, or of all), for the
+/// timers.
 pub async fn next_expiry(
     db: &Database,
+    shards: &[i16],
     ticket_type: Option<Uuid>,
 ) -> Result<Option<DateTime<Utc>>> {
     let tx = db.begin(Scope::system()).await?;
     let next: Option<DateTime<Utc>> = tx
         .query_one(
-            "SELECT min(expires_at) FROM event_service.registrations
-             WHERE status = 'RESERVED' AND ($1::uuid IS NULL OR ticket_type_id = $1)",
-            &[&ticket_type],
+            "SELECT min(r.expires_at) FROM event_service.registrations r
+             JOIN event_service.events e ON e.id = r.event_id
+             WHERE r.status = 'RESERVED' AND ($1::uuid IS NULL OR r.ticket_type_id = $1)
+               AND e.shard = ANY($2)",
+            &[&ticket_type, &shards],
         )
         .await?
         .get(0);
@@ -442,15 +456,16 @@ pub async fn next_expiry(
     Ok(next)
 }
 
-/// Ticket types (with their events) holding reservations that will expire: the actors to
-/// start when a process starts, so their timers exist again.
-pub async fn with_pending_expiry(db: &Database) -> Result<Vec<(Uuid, Uuid)>> {
+/// Ticket types (with their events) of `shards` holding reservations that will expire: the
+/// actors to start when a node takes the shards, so their timers exist again.
+pub async fn with_pending_expiry(db: &Database, shards: &[i16]) -> Result<Vec<(Uuid, Uuid)>> {
     let tx = db.begin(Scope::system()).await?;
     let rows = tx
         .query(
-            "SELECT DISTINCT event_id, ticket_type_id FROM event_service.registrations
-             WHERE status = 'RESERVED' AND expires_at IS NOT NULL",
-            &[],
+            "SELECT DISTINCT r.event_id, r.ticket_type_id FROM event_service.registrations r
+             JOIN event_service.events e ON e.id = r.event_id
+             WHERE r.status = 'RESERVED' AND r.expires_at IS NOT NULL AND e.shard = ANY($1)",
+            &[&shards],
         )
         .await?;
     tx.commit().await?;

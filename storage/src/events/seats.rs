@@ -7,6 +7,7 @@
 use super::registrations::{
     COLUMN_COUNT, COLUMNS, Registration, SUMMARY_COLUMNS, from_row, payload, summary_from,
 };
+use crate::cluster::Fence;
 use crate::db::{Database, Scope};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
@@ -105,10 +106,13 @@ struct Offer {
 }
 
 /// Judges and writes a batch of seat requests for one ticket type in one transaction of five
-/// round trips: open; lock-and-read (pipelined with the earlier answers to the batch's keys);
-/// insert-and-count (pipelined with the idempotency records); outbox-and-notify; commit.
+/// round trips: open; lock-and-read (pipelined with the earlier answers to the batch's keys
+/// and the check of the event shard's lease); insert-and-count (pipelined with the
+/// idempotency records); outbox-and-notify; commit. A node whose lease moved on writes nothing
+/// (`Error::Fenced`).
 pub async fn commit_batch(
     db: &Database,
+    fence: &Fence,
     tenant: TenantId,
     ticket_type: Uuid,
     requests: &[SeatRequest],
@@ -151,9 +155,18 @@ pub async fn commit_batch(
     let offer_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&ticket_type, &users];
     let answered_params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
         [&tenant_id, &users, &keys];
-    let (offer_row, answered_rows) = tokio::try_join!(
-        tx.query_opt(&offer_stmt, &offer_params),
-        tx.query(&answered_stmt, &answered_params),
+    let (offer_row, answered_rows, ()) = tokio::try_join!(
+        async {
+            tx.query_opt(&offer_stmt, &offer_params)
+                .await
+                .map_err(crate::Error::from)
+        },
+        async {
+            tx.query(&answered_stmt, &answered_params)
+                .await
+                .map_err(crate::Error::from)
+        },
+        fence.check(&tx),
     )?;
     let row = offer_row.ok_or_else(Refusal::not_found)?;
     let event: Uuid = row.get(0);

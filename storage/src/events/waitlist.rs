@@ -4,6 +4,7 @@
 //! notified. Every change happens with the ticket type's row locked, like every seat change.
 
 use super::publish;
+use crate::cluster::Fence;
 use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
@@ -296,9 +297,13 @@ pub async fn convert_holds(
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
-/// Expires holds not used within 24 hours, and releases holds of people who registered for
-/// another ticket type of the event meanwhile; offers their seats to the next people.
-pub async fn expire_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
+/// Expires holds (of the fence's shards) not used within 24 hours, and releases holds of
+/// people who registered for another ticket type of the event meanwhile; offers their seats
+/// to the next people.
+pub async fn expire_due(db: &Database, fence: &Fence, now: DateTime<Utc>) -> Result<usize> {
+    if fence.is_empty() {
+        return Ok(0);
+    }
     let tx = db.begin(Scope::system()).await?;
     let due: Vec<(Uuid, Uuid)> = tx
         .query(
@@ -306,13 +311,18 @@ pub async fn expire_due(db: &Database, now: DateTime<Utc>) -> Result<usize> {
                AND (w.expires_at <= $1 OR EXISTS (
                    SELECT 1 FROM event_service.registrations r WHERE r.event_id = w.event_id AND r.user_id = w.user_id
                      AND r.ticket_type_id <> w.ticket_type_id AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')))
+               AND w.event_id IN (SELECT e.id FROM event_service.events e WHERE e.shard = ANY($2))
              ORDER BY w.ticket_type_id LIMIT 500",
-            &[&now],
+            &[&now, &fence.shards()],
         )
         .await?
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
+    if due.is_empty() {
+        return Ok(0);
+    }
+    fence.check(&tx).await?;
     let mut expired = 0;
     for (id, ticket_type) in due {
         tx.execute(

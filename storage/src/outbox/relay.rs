@@ -7,7 +7,7 @@ use crate::broker::Broker;
 use crate::db::{Database, DbError, Schema};
 use domain::envelope::Envelope;
 use domain::ids::{EventId, TenantId, UserId};
-use futures_util::{FutureExt, StreamExt};
+use futures_util::FutureExt;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -237,62 +237,21 @@ async fn purge_published(db: &Database, schema: Schema) -> Result<(), DbError> {
 }
 
 /// Keeps a LISTEN connection open and wakes the schema's task on each notification.
-async fn listen(
-    url: String,
-    wakers: HashMap<Schema, Arc<Notify>>,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        if *stop.borrow() {
-            return;
-        }
-        match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
-            Ok((client, mut connection)) => {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                let driver = tokio::spawn(async move {
-                    let mut messages =
-                        futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                    while let Some(message) = messages.next().await {
-                        match message {
-                            Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
-                                let _ = tx.send(n.payload().to_string());
-                            }
-                            Ok(_) => {}
-                            Err(_) => break,
-                        }
-                    }
-                });
-                if client
-                    .batch_execute(&format!("LISTEN {CHANNEL}"))
-                    .await
-                    .is_ok()
-                {
-                    // Anything committed before LISTEN took effect is picked up by this wake.
-                    wakers.values().for_each(|w| w.notify_one());
-                    loop {
-                        tokio::select! {
-                            payload = rx.recv() => match payload {
-                                Some(p) => if let Some(w) = Schema::from_name(&p).and_then(|s| wakers.get(&s)) {
-                                    w.notify_one();
-                                },
-                                None => break,
-                            },
-                            _ = stop.changed() => { driver.abort(); return; }
-                        }
-                    }
+async fn listen(url: String, wakers: HashMap<Schema, Arc<Notify>>, stop: watch::Receiver<bool>) {
+    crate::db::listen(
+        url,
+        CHANNEL,
+        move |payload| match payload {
+            Some(p) => {
+                if let Some(w) = Schema::from_name(p).and_then(|s| wakers.get(&s)) {
+                    w.notify_one();
                 }
-                driver.abort();
-                tracing::warn!("outbox LISTEN connection lost; polling until it is back");
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "outbox LISTEN connection failed; polling meanwhile")
-            }
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-            _ = stop.changed() => return,
-        }
-    }
+            None => wakers.values().for_each(|w| w.notify_one()),
+        },
+        stop,
+    )
+    .await
 }
 
 #[cfg(test)]

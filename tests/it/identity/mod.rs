@@ -145,6 +145,16 @@ impl Ctx {
         self._node.state.ticketing.clone()
     }
 
+    /// Runs the reminder sweep now, at the test clock's time, for the shards the node holds;
+    /// returns how many reminders went out.
+    pub async fn remind_due(&self) -> usize {
+        use domain::clock::Clock;
+        let fence = self.ticketing().ownership().fence();
+        storage::events::catalog::remind_due(&self.t.db, &fence, self.clock.now())
+            .await
+            .unwrap()
+    }
+
     /// The address of one of the node's services (`http://127.0.0.1:port`).
     pub fn service_url(&self, service: Service) -> String {
         format!("http://{}", self._node.addrs[&service])

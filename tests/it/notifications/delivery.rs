@@ -578,9 +578,14 @@ async fn each_consumed_event_reaches_the_person_it_concerns() {
         got[1].text
     );
     ctx.clock.advance(chrono::Duration::minutes(16));
-    storage::events::registrations::expire_due(&ctx.t.db, None, ctx.clock.now())
-        .await
-        .unwrap();
+    storage::events::registrations::expire_due(
+        &ctx.t.db,
+        &ctx.ticketing().ownership().fence(),
+        None,
+        ctx.clock.now(),
+    )
+    .await
+    .unwrap();
     let got = tg.wait_for(9201, 3, 10).await;
     assert!(
         got[2].text.contains("expired before payment"),
@@ -625,9 +630,7 @@ async fn each_consumed_event_reaches_the_person_it_concerns() {
         got[4].text
     );
     ctx.clock.advance(chrono::Duration::hours(47));
-    storage::events::catalog::remind_due(&ctx.t.db, ctx.clock.now())
-        .await
-        .unwrap();
+    ctx.remind_due().await;
     let got = tg.wait_for(9202, 6, 10).await;
     let code = bobs["confirmationCode"].as_str().unwrap();
     assert!(

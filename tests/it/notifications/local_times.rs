@@ -135,9 +135,7 @@ async fn reminders(start: impl Fn(&Ctx) -> DateTime<Utc>, send_at: Duration) -> 
     tg.wait_for(9311, 2, 10).await;
     tg.wait_for(9312, 2, 10).await;
     ctx.clock.advance(starts_at - send_at - ctx.clock.now());
-    storage::events::catalog::remind_due(&ctx.t.db, ctx.clock.now())
-        .await
-        .unwrap();
+    ctx.remind_due().await;
     let ann_got = tg.wait_for(9311, 3, 10).await;
     let bob_got = tg.wait_for(9312, 3, 10).await;
     assert_eq!((ann_got.len(), bob_got.len()), (3, 3), "one reminder each");

@@ -164,9 +164,7 @@ async fn a_reminder_to_an_unpaid_seat_carries_no_door_code() {
         "welcome and held seat"
     );
     ctx.clock.advance(Duration::days(9) + Duration::hours(12));
-    storage::events::catalog::remind_due(&ctx.t.db, ctx.clock.now())
-        .await
-        .unwrap();
+    ctx.remind_due().await;
     let got = tg.wait_for(9403, 3, 10).await;
     assert_eq!(got.len(), 3, "the reminder");
     assert!(

@@ -100,10 +100,23 @@ impl Membership {
         )
     }
 
+    /// One round at once, so a node starts serving with its share (when it is free).
+    pub async fn join(&self) -> Result<(), storage::DbError> {
+        self.round().await
+    }
+
     /// Runs until `stop` changes, then hands every shard back and leaves.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
-        let mut trusted_until: Option<Instant> = None;
+        let mut trusted_until: Option<Instant> = Some(Instant::now() + self.settings.trust_for());
+        let mut rounds: u64 = 0;
         loop {
+            rounds += 1;
+            // Earlier incarnations of restarted nodes stay listed for an hour, then go.
+            if rounds % 1000 == 0
+                && let Err(e) = cluster::forget_silent(&self.db, Duration::from_secs(3600)).await
+            {
+                tracing::debug!(error = %e, "silent members not forgotten");
+            }
             let started = Instant::now();
             match self.round().await {
                 Ok(()) => trusted_until = Some(started + self.settings.trust_for()),
