@@ -184,6 +184,11 @@ impl ApiError {
     /// idempotency key, on whichever node then owns it).
     pub fn moved(why: &dyn std::fmt::Display) -> ApiError {
         tracing::info!(reason = %why, "request for a shard in hand-over");
+        ApiError::unavailable()
+    }
+
+    /// 503 with `Retry-After: 1`: a part of the platform is briefly out of reach.
+    pub fn unavailable() -> ApiError {
         let mut error = ApiError::new(ErrorCode::ServiceUnavailable);
         error.retry_after = Some(1);
         error
@@ -195,13 +200,11 @@ impl From<storage::DbError> for ApiError {
         if unstorable_input(&error) {
             return domain::error::Refusal::from(PlatformRefusal::UnstorableValue).into();
         }
-        match error {
-            storage::DbError::Pool(_) => {
-                tracing::error!(%error, "database unavailable");
-                ApiError::new(ErrorCode::ServiceUnavailable)
-            }
-            other => ApiError::internal(&other),
+        if error.is_unavailable() {
+            tracing::error!(%error, "database unavailable");
+            return ApiError::unavailable();
         }
+        ApiError::internal(&error)
     }
 }
 

@@ -25,6 +25,8 @@ use uuid::Uuid;
 pub enum TicketingError {
     /// This node does not hold the event's shard (any more): its owner answers.
     Moved(String),
+    /// The database cannot be reached (or ended the session): worth a retry.
+    Unavailable(String),
     /// The actor or the database failed.
     Failed(String),
 }
@@ -33,6 +35,7 @@ impl std::fmt::Display for TicketingError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             TicketingError::Moved(why) => write!(f, "the event's shard is not held here: {why}"),
+            TicketingError::Unavailable(why) => write!(f, "the database is unavailable: {why}"),
             TicketingError::Failed(why) => f.write_str(why),
         }
     }
@@ -45,6 +48,9 @@ impl TicketingError {
     pub fn of(error: &storage::Error) -> TicketingError {
         match error {
             storage::Error::Fenced(f) => TicketingError::Moved(f.to_string()),
+            storage::Error::Db(db) if db.is_unavailable() => {
+                TicketingError::Unavailable(db.to_string())
+            }
             other => TicketingError::Failed(other.to_string()),
         }
     }
@@ -201,18 +207,18 @@ impl Ticketing {
                     .remove(&event);
                 continue;
             }
-            return match answer.await {
-                Ok(outcome) => outcome,
-                // Stopped because the shard went elsewhere: its new owner answers.
-                Err(_) if !self.holds(event) => Err(TicketingError::Moved(
-                    "the actor stopped as the shard was handed over".into(),
-                )),
-                Err(_) => Err(TicketingError::Failed(
-                    "the ticket-type actor stopped before answering".into(),
-                )),
-            };
+            match answer.await {
+                Ok(outcome) => return outcome,
+                // The actor stopped with the request still in its mailbox (idle, or its shard
+                // moved): the request was not judged, so it goes to a fresh actor (the stopped
+                // one no longer counts as running), whose own fence tells whether the shard
+                // is still here.
+                Err(_) => continue,
+            }
         }
-        Err(TicketingError::Failed("no event actor".into()))
+        Err(TicketingError::Moved(
+            "the event's actor stopped twice before answering".into(),
+        ))
     }
 
     /// Follows what the node holds until `stop` changes: stops the actors of shards lost and

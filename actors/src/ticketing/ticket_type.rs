@@ -245,7 +245,7 @@ async fn flush(
             }
             Err(e) => {
                 tracing::error!(%ticket_type, error = %e, "group commit failed");
-                vec![Err(TicketingError::Failed(e.to_string())); requests.len()]
+                vec![Err(TicketingError::of(&e)); requests.len()]
             }
         };
         let earliest = outcomes

@@ -121,6 +121,10 @@ pub async fn create(
         .await
         .map_err(|e| match e {
             TicketingError::Moved(_) => ApiError::moved(&e),
+            TicketingError::Unavailable(_) => {
+                tracing::error!(error = %e, "seat request without database");
+                ApiError::unavailable()
+            }
             TicketingError::Failed(_) => ApiError::internal(&e),
         })?;
     match outcome {

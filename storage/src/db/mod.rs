@@ -55,7 +55,25 @@ impl DbError {
         }
     }
 
-    /// Whether the database refused the change because of a unique constraint.
+    /// Whether the database could not be reached or ended the session: worth a retry.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            DbError::Pool(_) => true,
+            // The session ended under the statement: the server restarted, or it ended a
+            // session left idle inside a transaction (a paused process).
+            DbError::Query(e) => {
+                e.is_closed()
+                    || e.code().is_some_and(|c| {
+                        c.code().starts_with("57P")
+                        || c
+                            == &tokio_postgres::error::SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a unique index refused the write.
     pub fn is_unique_violation(&self) -> bool {
         self.sqlstate() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
     }

@@ -2,6 +2,7 @@
 
 mod cancellation;
 mod cluster;
+mod shards;
 
 use crate::outbox::{Applier, POLICY, counts, start_relay};
 use crate::support::{TestDb, amqp_url, eventually};

@@ -124,27 +124,7 @@ forward_timeout_ms = 10000
 
     /// Starts the process of `service`.
     pub fn spawn(&mut self, service: &'static str) {
-        let child = Command::new(env!("CARGO_BIN_EXE_bilet"))
-            .args(["--config", self.file.to_str().unwrap(), "serve"])
-            .env("BILET_NODE", service)
-            .env_remove("DATABASE_URL")
-            .env_remove("BROKER_URL")
-            .env_remove("CLICKHOUSE_URL")
-            .env_remove("REDIS_URL")
-            .env_remove("SMTP_URL")
-            .env_remove("MESSENGER_API_URL")
-            .env(
-                "RUST_LOG",
-                std::env::var("CLUSTER_LOG").unwrap_or_else(|_| "error".into()),
-            )
-            .stdout(Stdio::null())
-            .stderr(if std::env::var("CLUSTER_LOG").is_ok() {
-                Stdio::inherit()
-            } else {
-                Stdio::null()
-            })
-            .spawn()
-            .unwrap();
+        let child = spawn_node(&self.file, service);
         self.processes.insert(service, child);
     }
 
@@ -199,6 +179,36 @@ forward_timeout_ms = 10000
             ..domain::config::BrokerConfig::default()
         }
     }
+}
+
+/// Starts `bilet serve` as the node `node` of the cluster file `file`, with nothing from the
+/// test's environment but what the file says (CLUSTER_LOG=debug shows its log).
+pub fn spawn_node(file: &std::path::Path, node: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_bilet"))
+        .args(["--config", file.to_str().unwrap(), "serve"])
+        .env("BILET_NODE", node)
+        .env_remove("DATABASE_URL")
+        .env_remove("BROKER_URL")
+        .env_remove("CLICKHOUSE_URL")
+        .env_remove("REDIS_URL")
+        .env_remove("SMTP_URL")
+        .env_remove("MESSENGER_API_URL")
+        .env(
+            "RUST_LOG",
+            std::env::var("CLUSTER_LOG").unwrap_or_else(|_| "error".into()),
+        )
+        .stdout(if std::env::var("CLUSTER_LOG").is_ok() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
+        .stderr(if std::env::var("CLUSTER_LOG").is_ok() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
+        .spawn()
+        .unwrap()
 }
 
 impl Drop for Cluster {
