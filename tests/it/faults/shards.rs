@@ -492,6 +492,19 @@ async fn time_to_register_again(s: &Shards, sales: &[Sale], since: Instant) -> D
     slowest
 }
 
+/// How often each subject (`field` of the payload) was announced as `kind` in the outbox.
+async fn announcements(db: &tokio_postgres::Client, kind: &str, field: &str) -> Vec<(String, i64)> {
+    db.query(
+        "SELECT data->>$2, count(*) FROM event_service.outbox WHERE event_type = $1 GROUP BY 1",
+        &[&kind, &field],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
+}
+
 #[tokio::test]
 async fn owners_killed_paused_and_joining_lose_and_oversell_nothing() {
     let t = TestDb::new().await;
@@ -601,34 +614,14 @@ async fn owners_killed_paused_and_joining_lose_and_oversell_nothing() {
         .unwrap()
         .get(0);
     assert!(expired > 0, "the paid types held reservations");
-    let announced: Vec<(String, i64)> = db
-        .query(
-            "SELECT data->>'registrationId', count(*) FROM event_service.outbox
-             WHERE event_type = 'reservation.expired' GROUP BY 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let announced = announcements(&db, "reservation.expired", "registrationId").await;
     assert_eq!(
         announced.len() as i64,
         expired,
         "each expired reservation announced"
     );
     assert!(announced.iter().all(|(_, n)| *n == 1), "and announced once");
-    let reminders: Vec<(String, i64)> = db
-        .query(
-            "SELECT data->>'eventId', count(*) FROM event_service.outbox
-             WHERE event_type = 'event.reminder' GROUP BY 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let reminders = announcements(&db, "event.reminder", "eventId").await;
     assert_eq!(
         reminders.len(),
         EVENTS,
