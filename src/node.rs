@@ -157,16 +157,16 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         };
         let node = settings.node.clone();
         let (membership, held, counts) = Membership::new(db.clone(), settings);
-        Some((membership, Ownership::new(node, held), counts))
+        Some((membership, Ownership::new(node, held, counts)))
     } else {
         None
     };
     let ownership = membership
         .as_ref()
-        .map(|(_, owner, _)| owner.clone())
+        .map(|(_, owner)| owner.clone())
         .unwrap_or_else(Ownership::none);
-    if let Some((_, owner, counts)) = &membership {
-        metrics.follow_cluster(owner.clone(), counts.clone());
+    if let Some((_, owner)) = &membership {
+        metrics.follow_cluster(owner.clone());
     }
     let shard_map = node_config
         .services
@@ -230,7 +230,7 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
     let mut servers = Vec::new();
     let mut cluster = Vec::new();
     let (cluster_stop, cluster_stop_rx) = watch::channel(false);
-    if let Some((membership, owner, _)) = membership {
+    if let Some((membership, owner)) = membership {
         // The first round before serving: a fresh cluster's node starts with its share.
         if let Err(e) = membership.join().await {
             tracing::warn!(error = %e, "first cluster round failed; retrying in the background");

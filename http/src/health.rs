@@ -1,5 +1,6 @@
 //! Health endpoints. `/health/live` says the process answers; `/health/ready` says it can do
-//! its work: the database and the broker both answer within two seconds.
+//! its work: the database and the broker both answer within two seconds, and an events node
+//! holds its share of the event shards.
 
 use crate::state::AppState;
 use axum::Json;
@@ -37,6 +38,10 @@ pub struct Checks {
     pub database: Status,
     /// The message broker.
     pub broker: Status,
+    /// On an events node: whether it holds its whole share of the event shards (after a
+    /// restart it waits for the leases of its former self to run out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Status>,
 }
 
 /// The process is alive.
@@ -68,7 +73,15 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Health>) 
     } else {
         Status::Down
     };
-    let status = if database == Status::Up && broker == Status::Up {
+    let owner = state.ticketing.ownership();
+    let shards = owner.takes_part().then(|| {
+        if owner.is_settled() {
+            Status::Up
+        } else {
+            Status::Down
+        }
+    });
+    let status = if database == Status::Up && broker == Status::Up && shards != Some(Status::Down) {
         Status::Up
     } else {
         Status::Down
@@ -82,7 +95,11 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Health>) 
         code,
         Json(Health {
             status,
-            checks: Some(Checks { database, broker }),
+            checks: Some(Checks {
+                database,
+                broker,
+                shards,
+            }),
         }),
     )
 }

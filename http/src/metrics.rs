@@ -1,7 +1,7 @@
 //! Prometheus metrics: request counts and latencies per service, route template and status,
 //! served as text at `/metrics`.
 
-use actors::cluster::{MembershipCounts, Ownership};
+use actors::cluster::Ownership;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
@@ -12,7 +12,6 @@ use prometheus::{
 };
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
-use tokio::sync::watch;
 
 /// The metrics of one process.
 #[derive(Clone)]
@@ -28,7 +27,6 @@ pub struct Metrics {
 /// The events cluster as this node sees it, read from the membership at each scrape.
 struct ClusterMetrics {
     owner: Ownership,
-    counts: watch::Receiver<MembershipCounts>,
     shards_owned: IntGauge,
     renewals: IntCounter,
     fenced: IntCounter,
@@ -37,7 +35,7 @@ struct ClusterMetrics {
 
 impl ClusterMetrics {
     fn sync(&self) {
-        let counts = *self.counts.borrow();
+        let counts = self.owner.counts();
         self.shards_owned.set(self.owner.shards_held() as i64);
         catch_up(&self.renewals, counts.renewals);
         catch_up(&self.fenced, self.owner.fenced());
@@ -96,7 +94,7 @@ impl Metrics {
 
     /// Reports the events cluster of this node: shards owned, lease renewals, fenced commits
     /// and hand-overs (`bilet_cluster_*`).
-    pub fn follow_cluster(&self, owner: Ownership, counts: watch::Receiver<MembershipCounts>) {
+    pub fn follow_cluster(&self, owner: Ownership) {
         let gauge = |name: &str, help: &str| {
             IntGauge::new(name, help).unwrap_or_else(|_| unreachable_metric())
         };
@@ -105,7 +103,6 @@ impl Metrics {
         };
         let metrics = ClusterMetrics {
             owner,
-            counts,
             shards_owned: gauge("cluster_shards_owned", "Shards whose lease this node holds"),
             renewals: counter(
                 "cluster_lease_renewals_total",

@@ -337,3 +337,58 @@ async fn dlq_lists_and_replays_the_in_process_dead_letters() {
     let out = run("list").await.unwrap();
     assert!(text(&out.stderr).contains("0 dead letter(s)"));
 }
+
+#[tokio::test]
+async fn cluster_status_lists_members_and_the_shards_each_owns() {
+    use domain::cluster::ShardId;
+    use std::time::Duration;
+    let t = TestDb::new().await;
+    let ttl = Duration::from_secs(30);
+    storage::cluster::heartbeat(&t.db, "events-a-1", "http://10.0.0.1:8082")
+        .await
+        .unwrap();
+    storage::cluster::heartbeat(&t.db, "events-b-1", "http://10.0.0.2:8082")
+        .await
+        .unwrap();
+    let a: Vec<ShardId> = (0..=99).map(ShardId).collect();
+    let b: Vec<ShardId> = (100..=199).map(ShardId).collect();
+    storage::cluster::claim(&t.db, "events-a-1", &a, ttl)
+        .await
+        .unwrap();
+    storage::cluster::claim(&t.db, "events-b-1", &b, ttl)
+        .await
+        .unwrap();
+    let url = t.url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        bilet(
+            &["cluster", "status"],
+            &[
+                ("DATABASE_URL", &url),
+                ("JWT_SECRET", "x"),
+                ("BILET_DATA_DIR", "/tmp"),
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.contains("members (2 live)"), "{stdout}");
+    let line = |node: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(node))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line("events-a-1").contains("http://10.0.0.1:8082")
+            && line("events-a-1").contains("shards 100  0-99"),
+        "{stdout}"
+    );
+    assert!(line("events-b-1").contains("100-199"), "{stdout}");
+    assert!(
+        stdout.contains("shards: 200 of 256 owned, 56 without owner (200-255)"),
+        "{stdout}"
+    );
+}

@@ -170,3 +170,45 @@ async fn postgres_and_rust_put_an_event_on_the_same_shard() {
         assert_eq!(shard, i32::from(shard_of(id).0), "{id}");
     }
 }
+
+#[tokio::test]
+async fn a_node_is_ready_only_once_it_holds_its_share_and_serves_nothing_before() {
+    let t = TestDb::new().await;
+    // Its former self (killed) still holds every lease for three seconds.
+    let all: Vec<ShardId> = (0..SHARDS).map(|s| ShardId(s as u8)).collect();
+    cluster::heartbeat(&t.db, "default-dead", "http://127.0.0.1:9/")
+        .await
+        .unwrap();
+    cluster::claim(&t.db, "default-dead", &all, Duration::from_secs(3))
+        .await
+        .unwrap();
+    let node = bilet::node::start(t.config.clone()).await.unwrap();
+    let events = format!("http://{}", node.addrs[&domain::config::Service::Events]);
+    let gateway = format!("http://{}", node.addrs[&domain::config::Service::Gateway]);
+    let ready = crate::support::get(&format!("{events}/health/ready"), None).await;
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    assert_eq!(ready.body["checks"]["shards"], "DOWN");
+    // A request about an event meanwhile is answered "retry": its shard has no usable owner.
+    let id = uuid::Uuid::now_v7();
+    let early = crate::support::get(&format!("{gateway}/api/v1/events/{id}"), None).await;
+    assert_eq!(early.status, 503, "{}", early.body);
+    assert_eq!(early.headers["retry-after"], "1");
+    // Once the old leases run out, the node takes every shard and is ready.
+    assert!(
+        eventually(10, || async {
+            crate::support::get(&format!("{events}/health/ready"), None)
+                .await
+                .status
+                == 200
+        })
+        .await
+    );
+    let map = cluster::map(&t.db).await.unwrap();
+    assert!(
+        map.iter().all(|s| s.epoch == 2),
+        "every shard taken at a new epoch"
+    );
+    let after = crate::support::get(&format!("{gateway}/api/v1/events/{id}"), None).await;
+    assert_eq!(after.status, 404, "{}", after.body);
+    node.stop().await;
+}

@@ -66,6 +66,8 @@ pub struct MembershipCounts {
     pub handed_over: u64,
     /// Shards lost (renewal failed or came too late).
     pub lost: u64,
+    /// Whether, after the last round, the node holds its whole share (it is ready to serve).
+    pub settled: bool,
 }
 
 /// One node's membership loop.
@@ -184,8 +186,10 @@ impl Membership {
             tracing::info!(node = %s.node, shards = held.0.len(), claimed = claimed.len(),
                 handed_over = give_back.len(), lost, "cluster shards changed");
         }
+        let settled = mine.iter().all(|shard| held.0.contains_key(shard));
         self.held.send_replace(held);
         self.counts.send_modify(|c| {
+            c.settled = settled;
             c.renewals += 1;
             c.claimed += claimed.len() as u64;
             c.handed_over += give_back.len() as u64;
@@ -200,6 +204,9 @@ impl Membership {
             tracing::warn!(node = %self.settings.node, lost, "cluster leases not renewed in time: shards dropped");
         }
         self.held.send_replace(Held::default());
-        self.counts.send_modify(|c| c.lost += lost);
+        self.counts.send_modify(|c| {
+            c.lost += lost;
+            c.settled = false;
+        });
     }
 }

@@ -2,7 +2,7 @@
 //! membership) turned into fences for writes, and the count of writes the database refused
 //! because a lease had moved on.
 
-use super::Held;
+use super::{Held, MembershipCounts};
 use domain::cluster::{ShardId, shard_of};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,15 +15,21 @@ use uuid::Uuid;
 pub struct Ownership {
     node: Arc<str>,
     held: watch::Receiver<Held>,
+    counts: Option<watch::Receiver<MembershipCounts>>,
     fenced: Arc<AtomicU64>,
 }
 
 impl Ownership {
-    /// `node` owning what `held` says.
-    pub fn new(node: impl Into<Arc<str>>, held: watch::Receiver<Held>) -> Ownership {
+    /// `node` owning what `held` says, its membership counting in `counts`.
+    pub fn new(
+        node: impl Into<Arc<str>>,
+        held: watch::Receiver<Held>,
+        counts: watch::Receiver<MembershipCounts>,
+    ) -> Ownership {
         Ownership {
             node: node.into(),
             held,
+            counts: Some(counts),
             fenced: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -31,7 +37,30 @@ impl Ownership {
     /// A node that owns nothing (it runs no events service).
     pub fn none() -> Ownership {
         let (_, held) = watch::channel(Held::default());
-        Ownership::new("none", held)
+        Ownership {
+            node: "none".into(),
+            held,
+            counts: None,
+            fenced: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Whether the node takes part in the events cluster (it runs the events service).
+    pub fn takes_part(&self) -> bool {
+        self.counts.is_some()
+    }
+
+    /// Whether the node holds its whole share of the shards now (ready to serve its events).
+    pub fn is_settled(&self) -> bool {
+        self.counts.as_ref().is_none_or(|c| c.borrow().settled)
+    }
+
+    /// The membership's counts (renewals, hand-overs), for a node that takes part.
+    pub fn counts(&self) -> MembershipCounts {
+        self.counts
+            .as_ref()
+            .map(|c| *c.borrow())
+            .unwrap_or_default()
     }
 
     /// The node's name in the cluster.
