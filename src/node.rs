@@ -156,7 +156,13 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
             lease_ttl: Duration::from_millis(config.cluster.lease_ttl_ms),
         };
         let node = settings.node.clone();
-        let (membership, held, counts) = Membership::new(db.clone(), settings);
+        // Heartbeats and renewals get connections of their own: a burst that keeps every
+        // pooled connection busy must not make the node miss its renewals and lose its shards.
+        let cluster_db = storage::Database::connect(&domain::config::DatabaseConfig {
+            pool_size: 2,
+            ..config.database.clone()
+        })?;
+        let (membership, held, counts) = Membership::new(cluster_db, settings);
         Some((membership, Ownership::new(node, held, counts)))
     } else {
         None

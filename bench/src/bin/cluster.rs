@@ -255,6 +255,55 @@ async fn until_registered(
     anyhow::bail!("no registration within a minute")
 }
 
+/// What each request of the run needs; cheap to clone.
+#[derive(Clone)]
+struct Load {
+    client: reqwest::Client,
+    gateway: Arc<str>,
+    sales: Arc<Vec<(Uuid, Uuid)>>,
+    tokens: Arc<Vec<String>>,
+    created: Arc<AtomicUsize>,
+    errors: Arc<AtomicUsize>,
+}
+
+impl Load {
+    /// Request `i`: a new person on the `i`-th event in turn.
+    async fn register(self, i: usize) -> bool {
+        let (event, ticket_type) = self.sales[i % self.sales.len()];
+        let reply = self
+            .client
+            .post(format!(
+                "{}/api/v1/events/{event}/registrations",
+                self.gateway
+            ))
+            .bearer_auth(&self.tokens[i])
+            .header("X-Idempotency-Key", Uuid::new_v4().to_string())
+            .json(&serde_json::json!({"ticketTypeId": ticket_type}))
+            .send()
+            .await;
+        match reply {
+            Ok(r) if r.status().as_u16() == 201 => {
+                self.created.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            other => {
+                // The first few failures are shown: an error count alone says nothing.
+                if self.errors.fetch_add(1, Ordering::Relaxed) < 5 {
+                    match other {
+                        Ok(r) => eprintln!(
+                            "error: {} {}",
+                            r.status(),
+                            r.text().await.unwrap_or_default()
+                        ),
+                        Err(e) => eprintln!("error: {e}"),
+                    }
+                }
+                false
+            }
+        }
+    }
+}
+
 struct Run {
     figures: bench::Figures,
     created: usize,
@@ -276,7 +325,13 @@ async fn one(
 ) -> anyhow::Result<Run> {
     let (admin, connection) = tokio_postgres::connect(admin_url, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
-    admin.batch_execute("DROP DATABASE IF EXISTS bilet_bench_cluster WITH (FORCE); CREATE DATABASE bilet_bench_cluster").await?;
+    // Two statements: a multi-statement string runs as one transaction, which DROP DATABASE refuses.
+    admin
+        .batch_execute("DROP DATABASE IF EXISTS bilet_bench_cluster WITH (FORCE)")
+        .await?;
+    admin
+        .batch_execute("CREATE DATABASE bilet_bench_cluster")
+        .await?;
     let db_url = match admin_url.rsplit_once('/') {
         Some((base, _)) => format!("{base}/bilet_bench_cluster"),
         None => anyhow::bail!("DATABASE_URL has no database"),
@@ -309,45 +364,15 @@ async fn one(
     );
     let created = Arc::new(AtomicUsize::new(0));
     let errors = Arc::new(AtomicUsize::new(0));
-    let gateway: Arc<str> = processes.gateway.clone().into();
-    let figures = {
-        let (created, errors, client, sales, tokens, gateway) = (
-            created.clone(),
-            errors.clone(),
-            client.clone(),
-            sales.clone(),
-            tokens.clone(),
-            gateway.clone(),
-        );
-        run(requests, concurrency, move |i| {
-            let (created, errors, client, sales, tokens, gateway) = (
-                created.clone(),
-                errors.clone(),
-                client.clone(),
-                sales.clone(),
-                tokens.clone(),
-                gateway.clone(),
-            );
-            async move {
-                let (event, ticket_type) = sales[i % sales.len()];
-                let reply = client
-                    .post(format!("{gateway}/api/v1/events/{event}/registrations"))
-                    .bearer_auth(&tokens[i])
-                    .header("X-Idempotency-Key", Uuid::new_v4().to_string())
-                    .json(&serde_json::json!({"ticketTypeId": ticket_type}))
-                    .send()
-                    .await;
-                if reply.is_ok_and(|r| r.status().as_u16() == 201) {
-                    created.fetch_add(1, Ordering::Relaxed);
-                    true
-                } else {
-                    errors.fetch_add(1, Ordering::Relaxed);
-                    false
-                }
-            }
-        })
-        .await
+    let load = Load {
+        client: client.clone(),
+        gateway: processes.gateway.clone().into(),
+        sales: sales.clone(),
+        tokens,
+        created: created.clone(),
+        errors: errors.clone(),
     };
+    let figures = run(requests, concurrency, move |i| load.clone().register(i)).await;
     let ids: Vec<Uuid> = sales.iter().map(|(e, _)| *e).collect();
     let row = db
         .query_one(

@@ -221,14 +221,13 @@ services = ["gateway"]
 
 impl Drop for Shards {
     fn drop(&mut self) {
-        for (node, child) in self.processes.iter_mut() {
+        for child in self.processes.values_mut() {
             // A paused process cannot die of SIGKILL until it runs again.
             let _ = std::process::Command::new("kill")
                 .args(["-CONT", &child.id().to_string()])
                 .status();
             let _ = child.kill();
             let _ = child.wait();
-            let _ = node;
         }
     }
 }

@@ -1,0 +1,166 @@
+// The router and the page frame. Paths are real addresses (history.pushState); the
+// server answers every non-API path with index.html, and this module picks the page.
+// Each page is its own module, loaded when first visited.
+import { api } from './api.js';
+import { announce, h, hidden, setTitle, spinner } from './dom.js';
+import { lang, setLang, t, LANGS } from './i18n.js';
+import { navigate, signInHere } from './nav.js';
+import * as session from './session.js';
+
+const page = (name) => () => import(`./pages/${name}.js`);
+
+const ROUTES = [
+  { path: /^\/$/, load: page('catalogue') },
+  { path: /^\/e\/([^/]+)$/, keys: ['slug'], load: page('event') },
+  { path: /^\/signin$/, load: page('signin') },
+  { path: /^\/signup$/, load: page('signup') },
+  { path: /^\/verify-email$/, load: page('verify-email') },
+  { path: /^\/forgot-password$/, load: page('forgot-password') },
+  { path: /^\/reset-password$/, load: page('reset-password') },
+  { path: /^\/me\/tickets$/, load: page('tickets'), signedIn: true },
+  { path: /^\/me\/notifications$/, load: page('notifications'), signedIn: true },
+];
+
+const decode = (s) => {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s; // a malformed %-escape: let the API answer 404
+  }
+};
+
+function match(pathname) {
+  for (const route of ROUTES) {
+    const m = route.path.exec(pathname);
+    if (!m) continue;
+    const params = {};
+    (route.keys || []).forEach((k, i) => { params[k] = decode(m[i + 1]); });
+    return { route, params };
+  }
+  return null;
+}
+
+// ---- Header ---------------------------------------------------------------
+
+function navLink(href, label) {
+  const current = location.pathname === href ? 'page' : null;
+  return h('a', { href, 'aria-current': current }, label);
+}
+
+async function signOut() {
+  const refreshToken = session.refreshToken();
+  session.clear();
+  if (refreshToken) api.post('/auth/logout', { refreshToken }).catch(() => {});
+  navigate('/');
+  announce(t('auth.signedOut'));
+}
+
+function renderHeader() {
+  document.getElementById('skip').textContent = t('nav.skip');
+  const nav = document.getElementById('nav');
+  nav.setAttribute('aria-label', t('nav.label'));
+  nav.replaceChildren(h('ul', {},
+    h('li', {}, navLink('/', t('nav.events'))),
+    session.signedIn() && h('li', {}, navLink('/me/tickets', t('nav.tickets'))),
+    session.signedIn() && h('li', {}, navLink('/me/notifications', t('nav.notifications')))));
+
+  const langs = document.getElementById('lang');
+  langs.setAttribute('aria-label', t('nav.language'));
+  // The visible "RU"/"EN" begins the accessible name too (voice control users say what they see).
+  langs.replaceChildren(...LANGS.map((l) => h('button', {
+    type: 'button', lang: l, 'aria-pressed': String(l === lang()),
+    onclick: async () => {
+      if (l === lang()) return;
+      await setLang(l);
+      renderHeader();
+      render();
+    },
+  }, l.toUpperCase(), hidden(` ${t(`lang.${l}`)}`))));
+
+  const user = session.user();
+  document.getElementById('account').replaceChildren(session.signedIn()
+    ? h('span', {}, h('span', { class: 'who' }, user?.firstName || user?.email || ''),
+      h('button', { type: 'button', class: 'link', onclick: signOut }, t('nav.signOut')))
+    : h('span', {}, navLink('/signin', t('nav.signIn')), ' ', navLink('/signup', t('nav.signUp'))));
+}
+
+// ---- Pages ----------------------------------------------------------------
+
+let current = { controller: null, cleanup: null };
+let first = true;
+
+function errorView(root, err) {
+  const missing = err?.status === 404;
+  setTitle(t(missing ? 'error.notFoundTitle' : 'error.title'));
+  root.replaceChildren(
+    h('h1', {}, t(missing ? 'error.notFoundTitle' : 'error.title')),
+    h('p', {}, missing ? t('error.notFound') : err?.message || t('error.unknown')),
+    h('p', {}, h('a', { href: '/' }, t('error.toCatalogue'))));
+}
+
+async function render() {
+  current.controller?.abort();
+  current.cleanup?.();
+  const controller = new AbortController();
+  current = { controller, cleanup: null };
+  const url = new URL(location.href);
+  const found = match(url.pathname);
+  if (found?.route.signedIn && !session.signedIn()) {
+    navigate(signInHere(), { replace: true });
+    return;
+  }
+  if (!first) announce('');
+  // A page draws into its own container; one left behind by a quick navigation is
+  // detached, so its late drawing shows nowhere.
+  const root = h('div', {}, spinner());
+  const main = document.getElementById('app');
+  main.replaceChildren(root);
+  main.setAttribute('aria-busy', 'true');
+  try {
+    if (!found) throw Object.assign(new Error(), { status: 404 });
+    const module = await found.route.load();
+    const cleanup = await module.default({ root, params: found.params, query: url.searchParams, signal: controller.signal });
+    if (controller.signal.aborted) cleanup?.();
+    else current.cleanup = cleanup;
+  } catch (err) {
+    if (err.name === 'AbortError' || controller.signal.aborted) return;
+    if (err.status === 401) {
+      navigate(signInHere(), { replace: true });
+      return;
+    }
+    errorView(root, err);
+  } finally {
+    if (!controller.signal.aborted) main.removeAttribute('aria-busy');
+  }
+  if (controller.signal.aborted) return;
+  // After a navigation, focus goes to the new page's heading so a screen reader starts
+  // there; on the first load the browser's own start is right.
+  if (!first) {
+    const heading = root.querySelector('h1');
+    if (heading) {
+      heading.tabIndex = -1;
+      heading.focus();
+    }
+  }
+  first = false;
+}
+
+// Same-site links navigate without a page load; new tabs, downloads, in-page anchors
+// and API addresses keep the browser's behaviour.
+document.addEventListener('click', (e) => {
+  const a = e.target.closest?.('a[href]');
+  if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  if (a.target || a.hasAttribute('download') || a.origin !== location.origin) return;
+  if (a.pathname.startsWith('/api/')) return;
+  if (a.hash && a.pathname === location.pathname && a.search === location.search) return;
+  e.preventDefault();
+  if (a.pathname + a.search !== location.pathname + location.search) navigate(a.pathname + a.search + a.hash);
+});
+
+window.addEventListener('popstate', () => { renderHeader(); render(); });
+window.addEventListener('bilet:navigate', () => { renderHeader(); render(); });
+window.addEventListener('bilet:session', renderHeader);
+
+await setLang(lang()); // sets <html lang>
+renderHeader();
+render();
