@@ -12,6 +12,7 @@ bash scripts/provision/redis.sh
 bash scripts/provision/clickhouse.sh
 bash scripts/provision/smtp.sh
 bash scripts/provision/garage.sh
+bash scripts/provision/browser.sh
 
 set -a
 # shellcheck disable=SC1091

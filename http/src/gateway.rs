@@ -40,9 +40,10 @@ pub fn is_internal(path: &str) -> bool {
     path == "/api/v1/notifications/send" || path.starts_with("/internal/") || path == "/internal"
 }
 
-/// Routes outside every rate limit: health checks and metrics are polled by machines.
+/// Routes outside every rate limit: health checks and metrics are polled by machines, and the
+/// web front's built-in files cost nothing (one page load fetches a dozen of them).
 fn is_operational(path: &str) -> bool {
-    path.starts_with("/health/") || path == "/metrics"
+    path.starts_with("/health/") || path == "/metrics" || crate::web::is_page(path)
 }
 
 /// Uploads have their own, smaller budget.
@@ -78,7 +79,11 @@ pub fn is_public(method: &Method, path: &str) -> bool {
     let path = path.trim_end_matches('/');
     match *method {
         Method::POST => PUBLIC_POSTS.contains(&path),
-        Method::GET | Method::HEAD => PUBLIC_GETS.contains(&path) || is_public_event_read(path),
+        Method::GET | Method::HEAD => {
+            PUBLIC_GETS.contains(&path)
+                || is_public_event_read(path)
+                || crate::web::is_page(if path.is_empty() { "/" } else { path })
+        }
         _ => false,
     }
 }
@@ -91,6 +96,8 @@ fn is_public_event_read(path: &str) -> bool {
         ["api", "v1", "events"] => true,
         ["api", "v1", "events", id] => uuid::Uuid::parse_str(id).is_ok(),
         ["api", "v1", "events", id, "ticket-types"] => uuid::Uuid::parse_str(id).is_ok(),
+        // The web front's readable event addresses.
+        ["api", "v1", "events", "by-slug", slug] => !slug.is_empty(),
         // Signed links of the local media store: the signature is the credential.
         ["api", "v1", "media", "files", ..] => true,
         _ => false,

@@ -24,6 +24,7 @@ pub mod router;
 pub mod state;
 pub mod tokens;
 pub mod trust;
+pub mod web;
 
 pub use error::ApiError;
 pub use state::AppState;

@@ -60,22 +60,20 @@ struct Upstream {
 
 impl Upstream {
     /// Where a request for `path` goes: the owner of the event it names, else a live member
-    /// (or the configured address); no owner yet is a refusal to retry.
-    fn base_for(&self, path: &str) -> Result<Arc<str>, Response> {
+    /// (or the configured address); none while the event's shard has no owner.
+    fn base_for(&self, path: &str) -> Option<Arc<str>> {
         let Some(map) = &self.shards else {
-            return Ok(self.base.clone());
+            return Some(self.base.clone());
         };
         match crate::events::owner::event_in_path(path) {
             Some(event) => map
                 .owner(domain::cluster::shard_of(event))
-                .map(|owner| Arc::from(owner.trim_end_matches('/')))
-                .ok_or_else(|| {
-                    ApiError::moved(&"the event's shard has no owner yet").into_response()
-                }),
-            None => Ok(map
-                .any_member()
-                .map(|m| Arc::from(m.trim_end_matches('/')))
-                .unwrap_or_else(|| self.base.clone())),
+                .map(|owner| Arc::from(owner.trim_end_matches('/'))),
+            None => Some(
+                map.any_member()
+                    .map(|m| Arc::from(m.trim_end_matches('/')))
+                    .unwrap_or_else(|| self.base.clone()),
+            ),
         }
     }
 }
@@ -143,9 +141,8 @@ fn unavailable(service: &str, cause: &dyn std::fmt::Display) -> Response {
 
 async fn forward(State(upstream): State<Upstream>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let base = match upstream.base_for(parts.uri.path()) {
-        Ok(base) => base,
-        Err(refused) => return refused,
+    let Some(base) = upstream.base_for(parts.uri.path()) else {
+        return ApiError::moved(&"the event's shard has no owner yet").into_response();
     };
     let Ok(body) = to_bytes(body, MAX_FORWARDED_BODY).await else {
         return ApiError::new(ErrorCode::PayloadTooLarge).into_response();

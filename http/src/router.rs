@@ -76,7 +76,9 @@ pub fn service(service: Service, state: AppState) -> Router {
 /// The gateway: health, metrics, the OpenAPI document, and every service's API: mounted
 /// directly when the service runs in this process (`local`), forwarded over HTTP otherwise.
 pub fn gateway(state: AppState, door: Door, local: &[Service]) -> Router {
-    let mut router = operational_routes().route("/api/v1/openapi.json", get(openapi::serve));
+    let mut router = operational_routes()
+        .route("/api/v1/openapi.json", get(openapi::serve))
+        .merge(crate::web::routes());
     let timeout = Duration::from_millis(state.config.gateway.forward_timeout_ms);
     let trust = crate::trust::Trust::from_config(&state.config);
     for service in Service::ALL.into_iter().filter(|s| *s != Service::Gateway) {

@@ -1,9 +1,7 @@
-// The caller's own registrations, for the tickets page and the event page.
-//
-// The participant-wide list GET /api/v1/registrations (mine, paged, `eventId` and `status`
-// filters) does not exist yet. Until it does (it answers 404 now), the list is put together
-// from GET /api/v1/events/{id}/registrations of the events this browser registered for,
-// keeping the caller's own rows (that list shows an OPEN event's other participants too).
+// The caller's own registrations, for the tickets page and the event page:
+// GET /api/v1/registrations (mine, paged, `eventId` and `status` filters). Against an older
+// server without it (404), the list is put together from the per-event lists of the events
+// this browser registered for, keeping the caller's own rows.
 import { api } from './api.js';
 import * as session from './session.js';
 

@@ -114,7 +114,7 @@ impl Membership {
         loop {
             rounds += 1;
             // Earlier incarnations of restarted nodes stay listed for an hour, then go.
-            if rounds % 1000 == 0
+            if rounds.is_multiple_of(1000)
                 && let Err(e) = cluster::forget_silent(&self.db, Duration::from_secs(3600)).await
             {
                 tracing::debug!(error = %e, "silent members not forgotten");

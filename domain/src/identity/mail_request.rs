@@ -69,14 +69,12 @@ impl MailRequest {
         })
     }
 
-    /// The link the mail carries, under the platform's public URL: the verification link
-    /// verifies on open, the reset link opens the front end's form.
+    /// The link the mail carries, under the platform's public URL: both open pages of the web
+    /// front (the verification page confirms the address as it opens and says so in words).
     pub fn link(&self, public_url: &str) -> String {
         let base = public_url.trim_end_matches('/');
         match self.kind {
-            TokenKind::EmailVerification => {
-                format!("{base}/api/v1/auth/verify-email?token={}", self.token)
-            }
+            TokenKind::EmailVerification => format!("{base}/verify-email?token={}", self.token),
             TokenKind::PasswordReset => format!("{base}/reset-password?token={}", self.token),
         }
     }
@@ -109,7 +107,7 @@ mod tests {
     fn links_point_where_the_mails_say() {
         assert_eq!(
             request(TokenKind::EmailVerification).link("http://localhost:8080/"),
-            "http://localhost:8080/api/v1/auth/verify-email?token=t0k3n"
+            "http://localhost:8080/verify-email?token=t0k3n"
         );
         assert_eq!(
             request(TokenKind::PasswordReset).link("https://bilet.example"),

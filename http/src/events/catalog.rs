@@ -180,6 +180,22 @@ pub async fn get(
     ))
 }
 
+/// An event the caller may see, by its slug (the web front's readable address).
+#[utoipa::path(get, path = "/api/v1/events/by-slug/{slug}", tag = "events",
+    params(("slug" = String, Path, description = "The event's slug")),
+    responses((status = 200, body = EventDto), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn get_by_slug(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+) -> Result<Json<EventDto>, ApiError> {
+    Ok(Json(
+        events::get_by_slug(&state.db, caller.scope(), &slug)
+            .await?
+            .into(),
+    ))
+}
+
 /// Changes an event of the caller's organization; final events cannot change.
 #[utoipa::path(put, path = "/api/v1/events/{id}", tag = "events", request_body = UpdateEventRequest,
     responses((status = 200, body = EventDto), (status = 400, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),

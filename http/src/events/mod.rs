@@ -29,6 +29,7 @@ pub fn routes() -> Router<AppState> {
                 .put(catalog::update)
                 .delete(catalog::delete),
         )
+        .route("/api/v1/events/by-slug/{slug}", get(catalog::get_by_slug))
         .route("/api/v1/events/{id}/publish", post(catalog::publish))
         .route("/api/v1/events/{id}/unpublish", post(catalog::unpublish))
         .route("/api/v1/events/{id}/cancel", post(catalog::cancel))
@@ -49,6 +50,7 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/events/{id}/check-in",
             post(registrations::check_in_by_code),
         )
+        .route("/api/v1/registrations", get(registrations::mine))
         .route(
             "/api/v1/registrations/{id}",
             get(registrations::get).delete(registrations::cancel),
@@ -80,10 +82,10 @@ pub fn self_idempotent_routes() -> Router<AppState> {
 #[derive(OpenApi)]
 #[openapi(
     paths(
-        catalog::list, catalog::create, catalog::get, catalog::update, catalog::delete, catalog::publish,
+        catalog::list, catalog::create, catalog::get, catalog::get_by_slug, catalog::update, catalog::delete, catalog::publish,
         catalog::unpublish, catalog::cancel, catalog::complete,
         ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
-        registrations::create, registrations::list, registrations::get, registrations::cancel,
+        registrations::create, registrations::list, registrations::mine, registrations::get, registrations::cancel,
         registrations::check_in, registrations::check_in_by_code, waitlist::join, waitlist::leave,
         payments::webhook, payments::mark_paid,
     ),

@@ -37,6 +37,8 @@ pub struct RegistrationQuery {
     pub status: Option<RegistrationStatus>,
     /// Only this ticket type.
     pub ticket_type_id: Option<Uuid>,
+    /// Only this event (the caller's own list, `GET /registrations`).
+    pub event_id: Option<Uuid>,
 }
 
 /// Takes a seat. Needs `X-Idempotency-Key`: a retry with the same key returns the same
@@ -234,6 +236,26 @@ pub async fn list(
         })));
     }
     let mine = registrations::list(&state.db, Scope::user(user), event_id, &filter, &page).await?;
+    Ok(Json(mine.map(RegistrationDto::full)))
+}
+
+/// The caller's own registrations across events (the web front's "my tickets").
+#[utoipa::path(get, path = "/api/v1/registrations", tag = "registrations", params(PageParams, RegistrationQuery),
+    responses((status = 200, description = "a page of RegistrationDto"), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody)))]
+pub async fn mine(
+    State(state): State<AppState>,
+    caller: Caller,
+    paging: PageParams,
+    Query(query): Query<RegistrationQuery>,
+) -> Result<Json<Page<RegistrationDto>>, ApiError> {
+    let user = caller.require_user()?;
+    let page = paging.resolve(&registrations::SORT)?;
+    let filter = RegistrationFilter {
+        status: query.status,
+        ticket_type_id: query.ticket_type_id,
+        active_only: false,
+    };
+    let mine = registrations::list_mine(&state.db, user, query.event_id, &filter, &page).await?;
     Ok(Json(mine.map(RegistrationDto::full)))
 }
 

@@ -301,13 +301,28 @@ pub async fn list(
 
 /// One event, if the scope may see it.
 pub async fn get(db: &Database, scope: Scope, id: Uuid) -> Result<Event> {
+    one_where(db, scope, "id = $1", &id).await
+}
+
+/// An event by its slug (the web front's readable address), as the scope sees it.
+pub async fn get_by_slug(db: &Database, scope: Scope, slug: &str) -> Result<Event> {
+    one_where(db, scope, "slug = $1", &slug).await
+}
+
+/// The one live event `condition` (on `$1`) selects, as the scope sees it.
+async fn one_where(
+    db: &Database,
+    scope: Scope,
+    condition: &str,
+    value: &(dyn tokio_postgres::types::ToSql + Sync),
+) -> Result<Event> {
     let tx = db.begin(scope).await?;
     let row = tx
         .query_opt(
             &format!(
-                "SELECT {COLUMNS} FROM event_service.events WHERE id = $1 AND deleted_at IS NULL"
+                "SELECT {COLUMNS} FROM event_service.events WHERE {condition} AND deleted_at IS NULL"
             ),
-            &[&id],
+            &[value],
         )
         .await?
         .ok_or_else(Refusal::not_found)?;

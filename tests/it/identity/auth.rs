@@ -343,12 +343,27 @@ async fn verification_mail_arrives_with_a_working_link() {
     assert!(mail.contains("Confirm your email address"), "{mail}");
     let link = link_in(&mail);
     assert!(
-        link.starts_with("http://localhost:8080/api/v1/auth/verify-email?token="),
+        link.starts_with("http://localhost:8080/verify-email?token="),
         "{link}"
     );
-    // Open the link against this node.
+    // The link opens the web front's page, which confirms the address through the API.
     let path = link.trim_start_matches("http://localhost:8080");
-    let opened = ctx.get(path, None).await;
+    let page = reqwest::get(format!("{}{path}", ctx.base)).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(page.text().await.unwrap().contains("id=\"app\""));
+    let opened = ctx
+        .post(
+            "/api/v1/auth/verify-email",
+            None,
+            json!({"token": token_in(&mail)}),
+        )
+        .await;
     assert_eq!(opened.status, 200, "{}", opened.body);
     assert_eq!(opened.body["emailVerified"], true);
     let s = super::session(&ctx.login(&email, PASSWORD).await.body, &email);

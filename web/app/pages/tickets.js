@@ -1,6 +1,6 @@
 // "/me/tickets": my registrations with status, confirmation code and the QR code of that
 // code (what the door scans), and cancellation.
-//   GET    /api/v1/registrations?page&size&sort     (not in the API yet; see registrations.js)
+//   GET    /api/v1/registrations?page&size&sort
 //   GET    /api/v1/events/{id}, /events/{id}/ticket-types   titles, dates, type names
 //   DELETE /api/v1/registrations/{id}
 import { api } from '../api.js';

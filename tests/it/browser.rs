@@ -1,0 +1,85 @@
+//! The web front in a real browser (Debian's chromium driven by playwright-core, axe-core for
+//! accessibility; `scripts/provision/browser.sh` installs them): a participant finds an event
+//! by search, opens it by its slug, signs in, registers with a double click (once), and sees
+//! the QR code on "my tickets". Screenshots of each page go to target/browser-artifacts.
+
+use crate::identity::{Ctx, PASSWORD};
+use serde_json::json;
+use std::path::PathBuf;
+
+#[tokio::test]
+async fn a_participant_finds_an_event_registers_once_and_sees_the_qr_code() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
+    let title = format!("Night of strings {suffix}");
+    let (_, slug) = crate::web::published_with_slug(&ctx, &owner, &title).await;
+    let participant = ctx.user().await;
+
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let artifacts = root.join("target/browser-artifacts/participant");
+    let out = tokio::process::Command::new("node")
+        .arg(root.join("tests/browser/participant.mjs"))
+        .env("BASE", &ctx.base)
+        .env("SLUG", &slug)
+        .env("TITLE", &title)
+        .env("EMAIL", &participant.email)
+        .env("PASSWORD", PASSWORD)
+        .env("ARTIFACTS", &artifacts)
+        .output()
+        .await
+        .expect("node runs (make test installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser run failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    eprintln!(
+        "event page: first paint {} ms, JavaScript {} bytes ({} gzip)",
+        result["firstPaintMs"], result["eventJsBytes"], result["eventJsGzipBytes"]
+    );
+    assert_eq!(result["errors"], json!([]), "no script error on any page");
+    assert_eq!(
+        result["violations"],
+        json!([]),
+        "no serious or critical axe violation"
+    );
+    assert!(
+        result["firstPaintMs"].as_f64().unwrap() < 1000.0,
+        "{result}"
+    );
+    assert!(
+        result["eventJsGzipBytes"].as_u64().unwrap() < 150 * 1024,
+        "{result}"
+    );
+    assert_eq!(result["tickets"], 1, "one ticket shown: {result}");
+    for page in [
+        "catalogue",
+        "event",
+        "signin",
+        "registered",
+        "tickets",
+        "signup",
+    ] {
+        assert!(
+            artifacts.join(format!("{page}.png")).exists(),
+            "{page} screenshot"
+        );
+    }
+
+    // The double click bought once, and the code under the QR code is the registration's.
+    let mine = ctx
+        .get("/api/v1/registrations", Some(&participant.access))
+        .await;
+    let data = mine.body["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "{}", mine.body);
+    let code = data[0]["confirmationCode"].as_str().unwrap();
+    assert!(
+        result["qrLabel"].as_str().unwrap().contains(code),
+        "{result}"
+    );
+}
