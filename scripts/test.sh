@@ -47,5 +47,8 @@ else
     cargo test --test it --no-fail-fast -- faults:: --test-threads 1 --nocapture
 fi
 
+# The web front's own unit tests (its QR encoder, dictionaries, the event page's weight).
+[ "$ONLY_FAULTS" = faults ] || node --test web/tests/
+
 # Schemathesis through the gateway: no 5xx, no response outside the documented schema.
 [ "$ONLY_FAULTS" = faults ] || bash tests/abuse/schemathesis.sh

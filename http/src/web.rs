@@ -20,9 +20,14 @@ const PAGES: &[&str] = &[
     "/verify-email",
     "/forgot-password",
     "/reset-password",
+    "/org",
+    "/admin",
+    "/door",
 ];
-/// Address prefixes of pages with a parameter (`/e/{slug}`) or a section (`/me/…`).
-const PAGE_PREFIXES: &[&str] = &["/e/", "/me/"];
+/// Address prefixes of pages with a parameter (`/e/{slug}`) or a section: the participant's
+/// (`/me/…`), the organizer's (`/org/…`), the platform administrator's (`/admin/…`) and the
+/// door's (`/door/…`).
+const PAGE_PREFIXES: &[&str] = &["/e/", "/me/", "/org/", "/admin/", "/door/"];
 
 /// Whether `path` is a page or a file of the web front (public, GET only).
 pub fn is_page(path: &str) -> bool {
@@ -95,12 +100,16 @@ async fn asset(Path(rest): Path<String>) -> Response {
 /// The routes of the web front.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     let mut router = Router::new().route("/app/{*rest}", get(asset));
-    for page in PAGES {
+    // Each section's own address with its trailing slash (`/door/`) is a page too.
+    for page in PAGES.iter().chain(PAGE_PREFIXES) {
         router = router.route(page, get(index));
     }
     router
         .route("/e/{*slug}", get(index))
         .route("/me/{*section}", get(index))
+        .route("/org/{*section}", get(index))
+        .route("/admin/{*section}", get(index))
+        .route("/door/{*section}", get(index))
 }
 
 #[cfg(test)]

@@ -3,40 +3,11 @@
 // prints as its last line of JSON): the catalogue finds the event by search, the event page
 // (first paint, JavaScript weight) registers, "my tickets" shows the QR code and the code.
 // Every page is screenshotted into ARTIFACTS and checked by axe-core.
-import { chromium } from 'playwright-core';
-import { readFileSync, mkdirSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
-import { createRequire } from 'node:module';
+import { open, signIn } from './harness.mjs';
 
-const { BASE, SLUG, TITLE, EMAIL, PASSWORD, ARTIFACTS } = process.env;
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-mkdirSync(ARTIFACTS, { recursive: true });
-
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--no-first-run'],
-});
-// axe-core is injected into each page, which the pages' content policy (rightly) forbids.
-const context = await browser.newContext({ locale: 'en-US', bypassCSP: true });
-// English texts, so the test reads the same words as its author.
-await context.addInitScript(() => localStorage.setItem('bilet.lang', 'en'));
-const page = await context.newPage();
-const errors = [];
-page.on('pageerror', (e) => errors.push(String(e)));
-const result = { pages: {}, violations: [], errors };
-
-// Serious or critical accessibility violations of the page as it is now.
-async function audit(name) {
-  await page.screenshot({ path: `${ARTIFACTS}/${name}.png`, fullPage: true });
-  await page.addScriptTag({ content: axeSource });
-  const found = await page.evaluate(async () => (await globalThis.axe.run(document, {
-    resultTypes: ['violations'],
-  })).violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length })));
-  const bad = found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  result.violations.push(...bad.map((v) => ({ page: name, ...v })));
-  result.pages[name] = true;
-}
+const { BASE, SLUG, TITLE, EMAIL, PASSWORD } = process.env;
+const { browser, page, result, audit } = await open();
 
 // The catalogue: the event is found by searching its title.
 await page.goto(`${BASE}/`);
@@ -63,11 +34,8 @@ await audit('event');
 
 // Sign in from the event page's prompt, then register for the first ticket type.
 await page.goto(`${BASE}/signin`);
-await page.getByLabel('Email').fill(EMAIL);
-await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
 await audit('signin');
-await page.getByRole('button', { name: 'Sign in' }).click();
-await page.getByRole('link', { name: 'Sign out' }).or(page.getByRole('button', { name: 'Sign out' })).first().waitFor();
+await signIn(page, BASE, EMAIL, PASSWORD);
 await page.goto(`${BASE}/e/${SLUG}`);
 const register = page.getByRole('button', { name: 'Register' }).first();
 await register.waitFor();

@@ -1,11 +1,34 @@
 //! The web front in a real browser (Debian's chromium driven by playwright-core, axe-core for
 //! accessibility; `scripts/provision/browser.sh` installs them): a participant finds an event
 //! by search, opens it by its slug, signs in, registers with a double click (once), and sees
-//! the QR code on "my tickets". Screenshots of each page go to target/browser-artifacts.
+//! the QR code on "my tickets"; door staff on a phone check a ticket in by its typed code, and
+//! the same code again is refused. Screenshots of each page go to target/browser-artifacts.
 
 use crate::identity::{Ctx, PASSWORD};
 use serde_json::json;
 use std::path::PathBuf;
+
+/// Runs `tests/browser/{script}.mjs` with `env`; its last line of output is its JSON result.
+/// Screenshots go to `target/browser-artifacts/{script}`, returned with the result.
+async fn run(script: &str, env: &[(&str, &str)]) -> (serde_json::Value, PathBuf) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let artifacts = root.join("target/browser-artifacts").join(script);
+    let out = tokio::process::Command::new("node")
+        .arg(root.join(format!("tests/browser/{script}.mjs")))
+        .envs(env.iter().copied())
+        .env("ARTIFACTS", &artifacts)
+        .output()
+        .await
+        .expect("node runs (make test installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser run failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    (result, artifacts)
+}
 
 #[tokio::test]
 async fn a_participant_finds_an_event_registers_once_and_sees_the_qr_code() {
@@ -17,27 +40,17 @@ async fn a_participant_finds_an_event_registers_once_and_sees_the_qr_code() {
     let (_, slug) = crate::web::published_with_slug(&ctx, &owner, &title).await;
     let participant = ctx.user().await;
 
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let artifacts = root.join("target/browser-artifacts/participant");
-    let out = tokio::process::Command::new("node")
-        .arg(root.join("tests/browser/participant.mjs"))
-        .env("BASE", &ctx.base)
-        .env("SLUG", &slug)
-        .env("TITLE", &title)
-        .env("EMAIL", &participant.email)
-        .env("PASSWORD", PASSWORD)
-        .env("ARTIFACTS", &artifacts)
-        .output()
-        .await
-        .expect("node runs (make test installs it)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the browser run failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result: serde_json::Value =
-        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    let (result, artifacts) = run(
+        "participant",
+        &[
+            ("BASE", &ctx.base),
+            ("SLUG", &slug),
+            ("TITLE", &title),
+            ("EMAIL", &participant.email),
+            ("PASSWORD", PASSWORD),
+        ],
+    )
+    .await;
     eprintln!(
         "event page: first paint {} ms, JavaScript {} bytes ({} gzip)",
         result["firstPaintMs"], result["eventJsBytes"], result["eventJsGzipBytes"]
@@ -82,4 +95,56 @@ async fn a_participant_finds_an_event_registers_once_and_sees_the_qr_code() {
         result["qrLabel"].as_str().unwrap().contains(code),
         "{result}"
     );
+}
+
+#[tokio::test]
+async fn the_door_accepts_a_typed_code_once_on_a_phone() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, _) = crate::web::published_with_slug(&ctx, &owner, "Door night").await;
+    let types = ctx
+        .get(&format!("/api/v1/events/{event}/ticket-types"), None)
+        .await;
+    let list = types.body.get("data").unwrap_or(&types.body);
+    let ticket_type = list[0]["id"].as_str().unwrap().to_string();
+    let participant = ctx.user().await;
+    let registered = crate::support::send(
+        reqwest::Client::new()
+            .post(format!("{}/api/v1/events/{event}/registrations", ctx.base))
+            .bearer_auth(&participant.access)
+            .header("X-Idempotency-Key", uuid::Uuid::new_v4().to_string())
+            .json(&json!({"ticketTypeId": ticket_type})),
+    )
+    .await;
+    assert_eq!(registered.status, 201, "{}", registered.body);
+    let code = registered.body["confirmationCode"].as_str().unwrap();
+
+    let (result, _) = run(
+        "door",
+        &[
+            ("BASE", &ctx.base),
+            ("EVENT", &event),
+            ("CODE", code),
+            ("EMAIL", &owner.email),
+            ("PASSWORD", PASSWORD),
+        ],
+    )
+    .await;
+    assert_eq!(result["errors"], json!([]), "no script error");
+    assert_eq!(
+        result["violations"],
+        json!([]),
+        "no serious or critical axe violation"
+    );
+    assert_eq!(result["outcomes"], json!(["ACCEPTED", "REFUSED"]));
+    assert!(result["already"].as_u64().unwrap() >= 1, "{result}");
+    let id = registered.body["id"].as_str().unwrap();
+    let after = ctx
+        .get(
+            &format!("/api/v1/registrations/{id}"),
+            Some(&participant.access),
+        )
+        .await;
+    assert_eq!(after.body["status"], "CHECKED_IN", "{}", after.body);
 }

@@ -24,6 +24,9 @@ async fn pages_answer_the_shell_and_files_come_typed_without_a_token() {
         "/reset-password?token=abc",
         "/e/rock-night",
         "/me/tickets",
+        "/org/events",
+        "/admin/requests",
+        "/door/",
     ] {
         let (status, headers, body) = fetch(&ctx, page).await;
         assert_eq!(status, 200, "{page}: {body}");

@@ -4,19 +4,24 @@ import { h } from './dom.js';
 import { t } from './i18n.js';
 
 // Input names are the API's field names, so a validation error's details map
-// ({field: message}) finds its input by name.
-export function field(name, label, { type = 'text', hint, ...attrs } = {}) {
-  const id = `f-${name}`;
+// ({field: message}) finds its input by name. `id` (default `f-{name}`) keeps ids unique when
+// a page has several forms with the same field names; `tag` makes a textarea or a select
+// (`options`: [[value, text], …]) with the same label, hint and error.
+export function field(name, label, { type = 'text', hint, id = `f-${name}`, tag = 'input', options, ...attrs } = {}) {
   const describedBy = [hint && `${id}-hint`, `${id}-error`].filter(Boolean).join(' ');
+  const control = tag === 'input'
+    ? h('input', { id, name, type, 'aria-describedby': describedBy, ...attrs })
+    : h(tag, { id, name, 'aria-describedby': describedBy, ...attrs, value: null },
+      options?.map(([value, text]) => h('option', { value }, text)));
+  if (tag !== 'input' && attrs.value != null) control.value = attrs.value;
   return h('div', { class: 'field' },
     h('label', { for: id }, label),
     hint && h('p', { class: 'hint', id: `${id}-hint` }, hint),
-    h('input', { id, name, type, 'aria-describedby': describedBy, ...attrs }),
+    control,
     h('p', { class: 'field-error', id: `${id}-error`, hidden: true }));
 }
 
-export function checkbox(name, label, checked) {
-  const id = `f-${name}`;
+export function checkbox(name, label, checked, id = `f-${name}`) {
   return h('div', { class: 'check' },
     h('input', { id, name, type: 'checkbox', checked }),
     h('label', { for: id }, label));
@@ -57,7 +62,7 @@ export function clearErrors(el) {
 
 export function fieldError(el, name, message) {
   const input = el.elements[name];
-  const out = input && el.querySelector(`#f-${name}-error`);
+  const out = input?.id && el.querySelector(`[id="${input.id}-error"]`);
   if (!out) return false;
   input.setAttribute('aria-invalid', 'true');
   out.textContent = message;

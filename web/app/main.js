@@ -19,6 +19,8 @@ const ROUTES = [
   { path: /^\/reset-password$/, load: page('reset-password') },
   { path: /^\/me\/tickets$/, load: page('tickets'), signedIn: true },
   { path: /^\/me\/notifications$/, load: page('notifications'), signedIn: true },
+  // Organizers, administrators, the door: their own router, texts and modules.
+  { path: /^\/(org|admin|door)(\/|$)/, load: () => import('./staff/router.js'), signedIn: true },
 ];
 
 const decode = (s) => {
@@ -59,10 +61,14 @@ function renderHeader() {
   document.getElementById('skip').textContent = t('nav.skip');
   const nav = document.getElementById('nav');
   nav.setAttribute('aria-label', t('nav.label'));
+  const [isIn, org] = [session.signedIn(), session.claims()?.tenantId];
   nav.replaceChildren(h('ul', {},
     h('li', {}, navLink('/', t('nav.events'))),
-    session.signedIn() && h('li', {}, navLink('/me/tickets', t('nav.tickets'))),
-    session.signedIn() && h('li', {}, navLink('/me/notifications', t('nav.notifications')))));
+    isIn && h('li', {}, navLink('/me/tickets', t('nav.tickets'))),
+    isIn && h('li', {}, navLink('/me/notifications', t('nav.notifications'))),
+    isIn && h('li', {}, org ? navLink('/org/events', t('nav.org')) : navLink('/org/', t('nav.orgs'))),
+    isIn && org && h('li', {}, navLink('/door/', t('nav.door'))),
+    isIn && session.user()?.platformAdmin && h('li', {}, navLink('/admin/requests', t('nav.admin')))));
 
   const langs = document.getElementById('lang');
   langs.setAttribute('aria-label', t('nav.language'));

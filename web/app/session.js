@@ -21,6 +21,15 @@ export const refreshToken = () => read()?.refreshToken || null;
 export const user = () => read()?.user || null;
 export const signedIn = () => Boolean(refreshToken());
 
+// The access token's claims, read, not checked: tenantId (after a switch) and roles.
+export function claims() {
+  try {
+    return JSON.parse(atob(accessToken().split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+  } catch {
+    return null;
+  }
+}
+
 // Takes an AuthResponse {accessToken, refreshToken, user, ...}.
 export function save(auth) {
   localStorage.setItem(KEY, JSON.stringify({

@@ -1,4 +1,6 @@
 // Both languages have every text the pages ask for. Run: node --test web/tests/
+// The shared texts are lang/ru.js and lang/en.js; the organizer and door pages have their own
+// dictionaries (lang/org.ru.js, lang/door.en.js, …), loaded with those pages only.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -11,11 +13,42 @@ const source = readdirSync(app, { recursive: true })
   .map((f) => readFileSync(new URL(f, app), 'utf8'))
   .join('\n');
 
+// The section dictionaries: {name: {ru, en}}.
+const langDir = new URL('../app/lang/', import.meta.url);
+const sections = {};
+for (const file of readdirSync(langDir)) {
+  const m = /^(\w+)\.(ru|en)\.js$/.exec(file);
+  if (!m) continue;
+  sections[m[1]] ||= {};
+  sections[m[1]][m[2]] = (await import(new URL(file, langDir))).default;
+}
+const all = (l) => Object.assign({}, l === 'ru' ? ru : en, ...Object.values(sections).map((s) => s[l]));
+const allRu = all('ru');
+const allEn = all('en');
+
 // Russian has more plural forms than English.
 const plural = /\.(few|many)$/;
 
 test('Russian and English have the same keys', () => {
   assert.deepEqual(Object.keys(en).sort(), Object.keys(ru).filter((k) => !plural.test(k)).sort());
+});
+
+test('every section dictionary exists in both languages with the same keys', () => {
+  assert.ok(Object.keys(sections).length >= 2, 'org and door dictionaries');
+  for (const [name, s] of Object.entries(sections)) {
+    assert.ok(s.ru && s.en, `${name}: both languages`);
+    assert.deepEqual(Object.keys(s.en).sort(), Object.keys(s.ru).filter((k) => !plural.test(k)).sort(), name);
+  }
+});
+
+test('no key is defined twice across the dictionaries', () => {
+  const seen = new Map(Object.keys(ru).map((k) => [k, 'ru.js']));
+  for (const [name, s] of Object.entries(sections)) {
+    for (const key of Object.keys(s.ru)) {
+      assert.ok(!seen.has(key), `${key} in ${name}.ru.js and ${seen.get(key)}`);
+      seen.set(key, `${name}.ru.js`);
+    }
+  }
 });
 
 test('every literal key used by the pages exists', () => {
@@ -24,8 +57,8 @@ test('every literal key used by the pages exists', () => {
     ...[...source.matchAll(/\btn\('([^']+)'/g)].map((m) => `${m[1]}.other`),
   ]);
   for (const key of used) {
-    assert.ok(key in ru, `ru: ${key}`);
-    assert.ok(key in en, `en: ${key}`);
+    assert.ok(key in allRu, `ru: ${key}`);
+    assert.ok(key in allEn, `en: ${key}`);
   }
 });
 
@@ -39,7 +72,27 @@ test('statuses, places and reasons the API sends have texts', () => {
   for (const key of keys) assert.ok(key in ru && key in en, key);
 });
 
+test('keys the organizer and door pages build at run time have texts', () => {
+  const keys = [
+    ...['publish', 'unpublish', 'complete', 'cancel'].flatMap((a) => [`lifecycle.${a}`, `lifecycle.done.${a}`]),
+    'lifecycle.confirmCancel', 'lifecycle.confirmComplete',
+    ...['PENDING', 'APPROVED', 'REJECTED', 'all'].map((s) => `req.${s}`),
+    'req.reason', 'req.comment',
+    ...['OWNER', 'MODERATOR'].map((r) => `role.${r}`),
+    ...['csv', 'xlsx'].map((f) => `export.${f}`),
+    'admin.approved', 'admin.rejected',
+    'mem.confirmLeave', 'mem.confirmRemove',
+    ...['already', 'notConfirmed', 'unknown', 'format', 'forbidden'].map((w) => `door.why.${w}`),
+    'status.all',
+  ];
+  for (const key of keys) assert.ok(key in allRu && key in allEn, key);
+});
+
 test('placeholders match between the languages', () => {
   const names = (s) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort().join();
-  for (const key of Object.keys(en)) assert.equal(names(en[key]), names(ru[key]), key);
+  for (const key of Object.keys(allEn)) assert.equal(names(allEn[key]), names(allRu[key]), key);
+  // Russian-only plural forms carry the placeholders of their .other form.
+  for (const key of Object.keys(allRu).filter((k) => plural.test(k))) {
+    assert.equal(names(allRu[key]), names(allRu[key.replace(plural, '.other')]), key);
+  }
 });

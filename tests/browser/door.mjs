@@ -1,0 +1,37 @@
+// The door in Debian's chromium, driven by tests/it/browser.rs: the organizer signs in, acts
+// for the organization, opens the event's door page on a phone-sized screen and checks a
+// ticket in by its typed code (ACCEPTED), then the same code again (REFUSED: already used).
+// Pages are screenshotted into ARTIFACTS and checked by axe-core; the last line is JSON.
+import { open, signIn } from './harness.mjs';
+
+const { BASE, EVENT, CODE, EMAIL, PASSWORD } = process.env;
+// A phone: door staff hold one.
+const { browser, page, result, audit } = await open({
+  viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true,
+});
+result.outcomes = [];
+
+await signIn(page, BASE, EMAIL, PASSWORD);
+
+// Act for the organization (the token then carries it).
+await page.goto(`${BASE}/org/`);
+await page.getByRole('button', { name: 'Act for it' }).first().click();
+await page.getByText(/You now act for/).first().waitFor();
+await audit('organizations');
+
+await page.goto(`${BASE}/door/${EVENT}`);
+const code = page.getByLabel('Confirmation code');
+await code.waitFor();
+await audit('door');
+// Typed in lower case on purpose: case does not matter at the door.
+for (const [attempt, expected] of [['first', 'ACCEPTED'], ['again', 'REFUSED']]) {
+  await code.fill(CODE.toLowerCase());
+  await page.getByRole('button', { name: 'Check', exact: true }).click();
+  await page.getByText(expected, { exact: true }).first().waitFor();
+  result.outcomes.push(expected);
+  await audit(`door-${attempt}`);
+}
+result.already = await page.getByText('This ticket has already been used to enter.').count();
+
+await browser.close();
+console.log(JSON.stringify(result));

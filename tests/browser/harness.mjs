@@ -1,0 +1,46 @@
+// What every browser test shares: Debian's chromium (no browser is downloaded), English texts,
+// script errors collected, and an audit that screenshots the page into ARTIFACTS and keeps
+// axe-core's serious and critical violations.
+import { chromium } from 'playwright-core';
+import { readFileSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+// A page in a fresh browser; `contextOptions` add to the defaults (a phone's screen, say).
+export async function open(contextOptions = {}) {
+  mkdirSync(process.env.ARTIFACTS, { recursive: true });
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--no-first-run'],
+  });
+  // axe-core is injected into each page, which the pages' content policy (rightly) forbids.
+  const context = await browser.newContext({ locale: 'en-US', bypassCSP: true, ...contextOptions });
+  // English texts, so a test reads the same words as its author.
+  await context.addInitScript(() => localStorage.setItem('bilet.lang', 'en'));
+  const page = await context.newPage();
+  const result = { violations: [], errors: [] };
+  page.on('pageerror', (e) => result.errors.push(String(e)));
+  const audit = async (name) => {
+    await page.screenshot({ path: `${process.env.ARTIFACTS}/${name}.png`, fullPage: true });
+    await page.addScriptTag({ content: axeSource });
+    const found = await page.evaluate(async () => (await globalThis.axe.run(document, {
+      resultTypes: ['violations'],
+    })).violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length })));
+    result.violations.push(...found
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => ({ page: name, ...v })));
+  };
+  return { browser, page, result, audit };
+}
+
+// Signs in through the sign-in page and waits until the header shows it.
+export async function signIn(page, base, email, password) {
+  await page.goto(`${base}/signin`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('link', { name: 'Sign out' })
+    .or(page.getByRole('button', { name: 'Sign out' })).first().waitFor();
+}

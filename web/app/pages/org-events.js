@@ -1,0 +1,110 @@
+// "/org/events": the organization's events of every status, with the life-cycle buttons each
+// one allows now, and the form to create one.
+//   GET  /api/v1/events?status&sort&page&size      (kept when tenantId is the token's)
+//   POST /api/v1/events/{id}/publish|unpublish|complete|cancel
+//   GET  /api/v1/organizations/{tenantId}/groups   (for private events)
+//   POST /api/v1/events                            (X-Idempotency-Key)
+import { api } from '../api.js';
+import { announce, badge, fill, h, setTitle, spinner } from '../dom.js';
+import { field } from '../forms.js';
+import { when } from '../format.js';
+import { navigate } from '../nav.js';
+import { eventForm } from '../staff/event-form.js';
+import { lifecycle, needOrg, orgEvents, orgNav, pager, tenantId } from '../staff/kit.js';
+import { t, tn } from '../staff/texts.js';
+
+const STATUSES = ['all', 'DRAFT', 'PUBLISHED', 'CANCELLED', 'COMPLETED'];
+const SIZE = 20;
+
+function row(event, replace) {
+  const id = `ev-${event.id}`;
+  const li = h('li', { class: 'card' }, h('article', { 'aria-labelledby': id },
+    h('h2', { id }, h('a', { href: `/org/events/${event.id}` }, event.title)),
+    h('p', {}, badge(event.status)),
+    h('p', { class: 'meta' }, h('time', { datetime: event.startsAt }, when(event.startsAt, event.endsAt, event.timezone))),
+    h('p', { class: 'links' },
+      h('a', { href: `/org/events/${event.id}` }, t('org.edit'), h('span', { class: 'visually-hidden' }, `: ${event.title}`)),
+      h('a', { href: `/org/events/${event.id}/dashboard` }, t('org.dashboard'), h('span', { class: 'visually-hidden' }, `: ${event.title}`)),
+      ['PUBLISHED', 'COMPLETED'].includes(event.status) && h('a', { href: `/door/${event.id}` }, t('org.door'), h('span', { class: 'visually-hidden' }, `: ${event.title}`)),
+      event.status !== 'DRAFT' && h('a', { href: `/e/${encodeURIComponent(event.slug)}` }, t('org.publicPage'), h('span', { class: 'visually-hidden' }, `: ${event.title}`))),
+    lifecycle(event, (next) => {
+      const fresh = row(next, replace);
+      replace(event, next, fresh);
+      li.replaceWith(fresh);
+      // The pressed button is gone: the focus goes to the same event's new buttons.
+      (fresh.querySelector('.lifecycle button') || fresh.querySelector('h2 a')).focus();
+    })));
+  return li;
+}
+
+export default async function eventsPage({ root, query, signal }) {
+  setTitle(t('org.events'));
+  if (!needOrg(root, t('org.events'))) return;
+  let status = STATUSES.includes(query.get('status')) ? query.get('status') : 'all';
+  let page = 0;
+  let all = [];
+  const results = h('div', { class: 'results', 'aria-busy': 'true' }, spinner());
+
+  function draw() {
+    const totalPages = Math.ceil(all.length / SIZE);
+    page = Math.min(page, Math.max(0, totalPages - 1));
+    const shown = all.slice(page * SIZE, (page + 1) * SIZE);
+    const replace = (old, next) => { all = all.map((e) => (e.id === old.id ? next : e)); };
+    fill(results,
+      h('p', { class: 'count' }, tn('org.eventsFound', all.length)),
+      shown.length ? h('ul', { class: 'cards' }, shown.map((e) => row(e, replace))) : h('p', {}, t('org.noEvents')),
+      pager({ page, totalPages, hasNext: page + 1 < totalPages, hasPrevious: page > 0 }, (p) => {
+        page = p;
+        draw();
+        results.querySelector('.count').focus();
+      }));
+    results.querySelector('.count').tabIndex = -1;
+  }
+
+  async function load() {
+    results.setAttribute('aria-busy', 'true');
+    const found = await orgEvents({ status: status === 'all' ? null : status, signal });
+    all = found.events;
+    results.removeAttribute('aria-busy');
+    draw();
+    if (found.partial) results.prepend(h('p', { class: 'hint' }, t('org.eventsPartial')));
+  }
+
+  const filter = h('form', { class: 'filters', 'aria-label': t('org.filter') },
+    field('status', t('org.status'), {
+      tag: 'select', value: status, options: STATUSES.map((s) => [s, t(`status.${s}`)]),
+    }),
+    h('button', { type: 'submit' }, t('org.show')));
+  filter.addEventListener('submit', (e) => {
+    e.preventDefault();
+    status = filter.elements.status.value;
+    page = 0;
+    history.replaceState(null, '', status === 'all' ? '/org/events' : `/org/events?status=${status}`);
+    load().then(() => announce(tn('org.eventsFound', all.length)))
+      .catch((err) => { if (err.name !== 'AbortError') announce(err.message, 'error'); });
+  });
+
+  const groups = await api.get(`/organizations/${tenantId()}/groups?size=100&sort=name,asc`, { signal })
+    .then((p) => p.data).catch(() => []);
+  const create = h('section', { 'aria-labelledby': 'create-heading' },
+    h('h2', { id: 'create-heading' }, t('ev.new')),
+    eventForm({
+      groups,
+      prefix: 'new',
+      saved: (event) => {
+        navigate(`/org/events/${event.id}`);
+        announce(t('ev.created', { title: event.title }));
+      },
+    }));
+
+  root.replaceChildren(
+    h('h1', {}, t('org.events')),
+    orgNav('/org/events'),
+    h('p', {}, h('button', {
+      type: 'button',
+      class: 'primary',
+      onclick: () => { create.scrollIntoView(); create.querySelector('input').focus(); },
+    }, t('ev.new'))),
+    filter, results, create);
+  await load();
+}

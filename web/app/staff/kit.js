@@ -1,0 +1,240 @@
+// What the organizer, administrator and door pages share: the organization of the token,
+// the organization's events, paging buttons, times on an event's clock, money in minor
+// units, uploads and downloads that are not JSON, and the events' life-cycle buttons.
+import { ApiError, api } from '../api.js';
+import { announce, h } from '../dom.js';
+import { lang } from '../i18n.js';
+import * as session from '../session.js';
+import { t } from './texts.js';
+
+// ---- Who is acting --------------------------------------------------------
+
+// The organization chosen with "switch" (the token's tenantId), and the roles there.
+export const tenantId = () => session.claims()?.tenantId || null;
+export const roles = () => session.claims()?.roles || [];
+// Platform administrators are marked on the user of the sign-in answer, not in the token.
+export const isAdmin = () => Boolean(session.user()?.platformAdmin);
+
+// Draws "choose an organization first" when the token has none; false then.
+export function needOrg(root, title) {
+  if (tenantId()) return true;
+  root.replaceChildren(h('h1', {}, title),
+    h('p', { class: 'notice' }, t('org.noOrg'), ' ', h('a', { href: '/org/' }, t('org.chooseOrg'))));
+  return false;
+}
+
+// The links between the organizer's pages.
+export function orgNav(current) {
+  const links = [['/org/events', t('org.events')], ['/org/members', t('org.members')], ['/org/', t('org.orgs')], ['/door/', t('org.door')]];
+  return h('nav', { class: 'subnav', 'aria-label': t('org.section') }, h('ul', {},
+    links.map(([href, label]) => h('li', {}, h('a', { href, 'aria-current': href === current ? 'page' : null }, label)))));
+}
+
+// A switch answers a new access token for the organization; the refresh token stays (the
+// session remembers the organization, so the next refresh keeps it).
+export async function switchTo(orgId) {
+  const access = await api.post(`/organizations/${orgId}/switch`);
+  session.save({ accessToken: access.accessToken, refreshToken: session.refreshToken() });
+  return access;
+}
+
+// ---- The organization's events ------------------------------------------
+
+// GET /events shows an organizer their organization's events of every status, and the
+// public published events of everyone else too; the list has no organization filter, so
+// the pages are read (100 at a time, at most `pages` of them) and kept when they are ours.
+export async function orgEvents({ status, startsAfter, sort = 'startsAt,desc', signal, pages = 10 } = {}) {
+  const mine = tenantId();
+  const events = [];
+  for (let p = 0; p < pages; p++) {
+    const q = new URLSearchParams({ page: p, size: 100, sort });
+    if (status) q.set('status', status);
+    if (startsAfter) q.set('startsAfter', startsAfter);
+    const page = await api.get(`/events?${q}`, { signal });
+    events.push(...page.data.filter((e) => e.tenantId === mine));
+    if (!page.hasNext) return { events, partial: false };
+  }
+  return { events, partial: true };
+}
+
+// Which life-cycle actions an event offers now (domain/src/events/lifecycle.rs): a draft is
+// published only before its start; cancelled and completed events are final.
+export function actionsFor(event, now = Date.now()) {
+  switch (event.status) {
+    case 'DRAFT': return [...(Date.parse(event.startsAt) > now ? ['publish'] : []), 'cancel'];
+    case 'PUBLISHED': return ['unpublish', 'complete', 'cancel'];
+    default: return [];
+  }
+}
+
+const CONFIRM = { cancel: 'lifecycle.confirmCancel', complete: 'lifecycle.confirmComplete' };
+
+// The buttons of an event's allowed transitions; `changed(event)` gets the new event.
+export function lifecycle(event, changed) {
+  const box = h('div', { class: 'actions lifecycle' });
+  for (const action of actionsFor(event)) {
+    const button = h('button', {
+      type: 'button',
+      class: action === 'cancel' ? 'danger' : action === 'publish' ? 'primary' : null,
+      onclick: async () => {
+        if (CONFIRM[action] && !window.confirm(t(CONFIRM[action], { title: event.title }))) return;
+        button.disabled = true;
+        try {
+          const next = await api.post(`/events/${event.id}/${action}`);
+          announce(t(`lifecycle.done.${action}`, { title: next.title }));
+          changed(next);
+        } catch (e) {
+          button.disabled = false;
+          announce(e.message, 'error');
+        }
+      },
+    }, t(`lifecycle.${action}`), h('span', { class: 'visually-hidden' }, `: ${event.title}`));
+    box.append(button);
+  }
+  return box;
+}
+
+// A refusal found before asking the server, drawn like its validation errors (forms.js).
+export const invalid = (details) =>
+  Object.assign(new Error(t('form.fixFields')), { code: 'validation_error', details });
+
+// ---- Lists ----------------------------------------------------------------
+
+// Previous / next buttons for a page object {page, totalPages, hasNext, hasPrevious}.
+export function pager(p, go) {
+  if (!p || p.totalPages <= 1) return null;
+  return h('nav', { class: 'pager', 'aria-label': t('paging.label') },
+    h('button', { type: 'button', disabled: !p.hasPrevious, onclick: () => go(p.page - 1) }, t('paging.prev')),
+    h('span', {}, t('paging.of', { page: p.page + 1, pages: p.totalPages })),
+    h('button', { type: 'button', disabled: !p.hasNext, onclick: () => go(p.page + 1) }, t('paging.next')));
+}
+
+// A wide table scrolls sideways on a phone; the keyboard can scroll it too.
+export const scroller = (label, table) =>
+  h('div', { class: 'scroller', role: 'region', 'aria-label': t('org.tableOf', { what: label }), tabindex: '0' }, table);
+
+export function copyButton(text, label) {
+  const button = h('button', {
+    type: 'button',
+    onclick: async () => {
+      try {
+        await navigator.clipboard.writeText(text);
+        announce(t('org.copied'));
+      } catch {
+        announce(t('org.copyFailed'), 'error');
+      }
+    },
+  }, label);
+  return button;
+}
+
+// ---- Time on the event's clock ------------------------------------------
+
+export const browserZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+export const zones = () => Intl.supportedValuesOf?.('timeZone') || [];
+
+function wallClock(ms, timeZone) {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit',
+    hour: '2-digit', minute: '2-digit', second: '2-digit',
+  }).formatToParts(ms);
+  const v = Object.fromEntries(parts.map((p) => [p.type, p.value]));
+  return { ...v, utc: Date.UTC(+v.year, v.month - 1, +v.day, +v.hour, +v.minute, +v.second) };
+}
+
+const safeZone = (tz) => {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: tz });
+    return tz;
+  } catch {
+    return 'UTC';
+  }
+};
+
+// "2025-07-12T19:00" read on the clock of `timeZone` → the ISO instant; '' → null.
+export function zonedToIso(local, timeZone) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})$/.exec(local || '');
+  if (!m) return local ? local : null; // let the server say what is wrong with it
+  const tz = safeZone(timeZone);
+  const guess = Date.UTC(+m[1], m[2] - 1, +m[3], +m[4], +m[5]);
+  let ms = guess - (wallClock(guess, tz).utc - guess);
+  ms = guess - (wallClock(ms, tz).utc - ms); // once more across a change of offset
+  return new Date(ms).toISOString();
+}
+
+// The ISO instant → "2025-07-12T19:00" on the clock of `timeZone`, for datetime-local inputs.
+export function isoToZoned(iso, timeZone) {
+  if (!iso) return '';
+  const v = wallClock(Date.parse(iso), safeZone(timeZone));
+  return `${v.year}-${v.month}-${v.day}T${v.hour}:${v.minute}`;
+}
+
+// ---- Money ----------------------------------------------------------------
+
+const digits = (currency) => {
+  try {
+    return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits;
+  } catch {
+    return 2;
+  }
+};
+
+// "1 500,50" → 150050 (kopecks); NaN when it is no amount.
+export function toMinor(text, currency) {
+  const s = String(text ?? '').replace(/\s/g, '').replace(',', '.');
+  if (s === '') return 0;
+  if (!/^\d+(\.\d+)?$/.test(s)) return Number.NaN;
+  return Math.round(Number(s) * 10 ** digits(currency));
+}
+
+export const fromMinor = (cents, currency) => (cents / 10 ** digits(currency)).toFixed(digits(currency));
+
+// ---- Requests that are not JSON -------------------------------------------
+
+// fetch with the bearer token and the language; a 401 gets one refresh (api.js refreshes on
+// a 401 of its own, so a cheap read of /users/me does it) and one retry.
+async function raw(method, path, { body, headers = {}, signal } = {}, retried = false) {
+  const token = session.accessToken();
+  const sent = { Accept: '*/*', 'Accept-Language': lang(), ...headers };
+  if (token) sent.Authorization = `Bearer ${token}`;
+  let res;
+  try {
+    res = await fetch(`/api/v1${path}`, { method, body, headers: sent, signal });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(0, { code: 'network', message: t('error.network') });
+  }
+  if (res.status === 401 && token && !retried) {
+    await api.get('/users/me').catch(() => {});
+    if (session.accessToken() && session.accessToken() !== token) return raw(method, path, { body, headers, signal }, true);
+  }
+  if (!res.ok) {
+    const json = await res.json().catch(() => null);
+    const retry = Number(res.headers.get('Retry-After'));
+    throw new ApiError(res.status, json, Number.isFinite(retry) && retry > 0 ? retry : null);
+  }
+  return res;
+}
+
+// POST /media/upload (multipart field `file`) → the MediaFileDto.
+export async function upload(file, signal) {
+  const body = new FormData();
+  body.append('file', file, file.name);
+  return (await raw('POST', '/media/upload', { body, signal, headers: { Accept: 'application/json' } })).json();
+}
+
+// A file the API answers to a POST with JSON (exports): read as a Blob and saved through a
+// temporary link, since a plain link could not carry the bearer token.
+export async function download(path, body, fallbackName) {
+  const res = await raw('POST', path, {
+    body: JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json' },
+  });
+  const named = /filename="?([^";]+)"?/i.exec(res.headers.get('Content-Disposition') || '');
+  const url = URL.createObjectURL(await res.blob());
+  const a = h('a', { href: url, download: named ? named[1] : fallbackName, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
