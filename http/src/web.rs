@@ -23,6 +23,7 @@ const PAGES: &[&str] = &[
     "/org",
     "/admin",
     "/door",
+    "/docs",
 ];
 /// Address prefixes of pages with a parameter (`/e/{slug}`) or a section: the participant's
 /// (`/me/…`), the organizer's (`/org/…`), the platform administrator's (`/admin/…`) and the

@@ -27,6 +27,7 @@ async fn pages_answer_the_shell_and_files_come_typed_without_a_token() {
         "/org/events",
         "/admin/requests",
         "/door/",
+        "/docs",
     ] {
         let (status, headers, body) = fetch(&ctx, page).await;
         assert_eq!(status, 200, "{page}: {body}");

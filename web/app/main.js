@@ -19,6 +19,7 @@ const ROUTES = [
   { path: /^\/reset-password$/, load: page('reset-password') },
   { path: /^\/me\/tickets$/, load: page('tickets'), signedIn: true },
   { path: /^\/me\/notifications$/, load: page('notifications'), signedIn: true },
+  { path: /^\/docs$/, load: page('docs') },
   // Organizers, administrators, the door: their own router, texts and modules.
   { path: /^\/(org|admin|door)(\/|$)/, load: () => import('./staff/router.js'), signedIn: true },
 ];
@@ -68,7 +69,8 @@ function renderHeader() {
     isIn && h('li', {}, navLink('/me/notifications', t('nav.notifications'))),
     isIn && h('li', {}, org ? navLink('/org/events', t('nav.org')) : navLink('/org/', t('nav.orgs'))),
     isIn && org && h('li', {}, navLink('/door/', t('nav.door'))),
-    isIn && session.user()?.platformAdmin && h('li', {}, navLink('/admin/requests', t('nav.admin')))));
+    isIn && session.user()?.platformAdmin && h('li', {}, navLink('/admin/requests', t('nav.admin'))),
+    h('li', {}, navLink('/docs', t('nav.api')))));
 
   const langs = document.getElementById('lang');
   langs.setAttribute('aria-label', t('nav.language'));

@@ -11,6 +11,7 @@ export default {
   'nav.org': 'Organizer',
   'nav.door': 'Ticket check',
   'nav.admin': 'Requests',
+  'nav.api': 'API',
   'nav.signIn': 'Sign in',
   'nav.signUp': 'Sign up',
   'nav.signOut': 'Sign out',

@@ -11,6 +11,7 @@ export default {
   'nav.org': 'Организатор',
   'nav.door': 'Проверка билетов',
   'nav.admin': 'Заявки',
+  'nav.api': 'API',
   'nav.signIn': 'Войти',
   'nav.signUp': 'Регистрация',
   'nav.signOut': 'Выйти',
