@@ -41,6 +41,17 @@ pub struct RegistrationQuery {
     pub event_id: Option<Uuid>,
 }
 
+impl RegistrationQuery {
+    /// The storage filter of the status and ticket-type parameters.
+    fn filter(&self) -> RegistrationFilter {
+        RegistrationFilter {
+            status: self.status,
+            ticket_type_id: self.ticket_type_id,
+            active_only: false,
+        }
+    }
+}
+
 /// Takes a seat. Needs `X-Idempotency-Key`: a retry with the same key returns the same
 /// answer (marked `Idempotent-Replayed: true`); the key with another request is refused.
 #[utoipa::path(post, path = "/api/v1/events/{id}/registrations", tag = "registrations", request_body = CreateRegistrationRequest,
@@ -210,11 +221,7 @@ pub async fn list(
 ) -> Result<Json<Page<RegistrationDto>>, ApiError> {
     let user = caller.require_user()?;
     let page = paging.resolve(&registrations::SORT)?;
-    let filter = RegistrationFilter {
-        status: query.status,
-        ticket_type_id: query.ticket_type_id,
-        active_only: false,
-    };
+    let filter = query.filter();
     let event = catalog::get(&state.db, caller.scope(), event_id).await?;
     let organizer = caller.tenant == Some(event.tenant_id)
         && caller.has_any_role(&[Role::Owner, Role::Moderator]);
@@ -250,11 +257,7 @@ pub async fn mine(
 ) -> Result<Json<Page<RegistrationDto>>, ApiError> {
     let user = caller.require_user()?;
     let page = paging.resolve(&registrations::SORT)?;
-    let filter = RegistrationFilter {
-        status: query.status,
-        ticket_type_id: query.ticket_type_id,
-        active_only: false,
-    };
+    let filter = query.filter();
     let mine = registrations::list_mine(&state.db, user, query.event_id, &filter, &page).await?;
     Ok(Json(mine.map(RegistrationDto::full)))
 }
