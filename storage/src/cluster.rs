@@ -78,11 +78,6 @@ impl Fence {
         }
     }
 
-    /// The node.
-    pub fn node(&self) -> &str {
-        &self.node
-    }
-
     /// The leases.
     pub fn leases(&self) -> &[Lease] {
         &self.leases

@@ -48,12 +48,6 @@ impl ShardMap {
         view.members.get(turn % view.members.len()).cloned()
     }
 
-    /// How many shards have an owner.
-    pub fn owned(&self) -> usize {
-        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
-        view.owners.iter().filter(|o| o.is_some()).count()
-    }
-
     /// Reads the map again.
     pub async fn refresh(
         &self,
