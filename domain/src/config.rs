@@ -393,6 +393,9 @@ pub struct MessengerConfig {
     pub bot_username: String,
     /// Bot API base URL, replaced by a fake one in tests.
     pub api_url: String,
+    /// Telegram's sign-in page the web front sends a visitor to (it returns to us with the
+    /// signed account in the address's fragment).
+    pub login_url: String,
     /// Messages per second to all chats together (Telegram allows about 30).
     pub messages_per_second: u32,
     /// Least time between two messages to the same chat (Telegram allows about one a second).
@@ -577,6 +580,7 @@ impl Default for MessengerConfig {
             bot_token: None,
             bot_username: "bilet_bot".into(),
             api_url: "https://api.telegram.org".into(),
+            login_url: "https://oauth.telegram.org/auth".into(),
             messages_per_second: 30,
             chat_interval_ms: 1000,
             max_attempts: 5,

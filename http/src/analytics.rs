@@ -323,9 +323,11 @@ pub async fn export(
             to: Some(body.date_to),
         },
     };
+    // An event's export is named for the event, an organization's for the organization.
     let name = format!(
         "bilet-analytics-{}-{}-{}",
-        body.organization_id,
+        body.event_id
+            .map_or_else(|| body.organization_id.to_string(), |e| e.to_string()),
         body.date_from.format("%Y%m%d"),
         body.date_to.format("%Y%m%d")
     );

@@ -75,6 +75,8 @@ pub fn is_public(method: &Method, path: &str) -> bool {
         "/metrics",
         "/api/v1/openapi.json",
         "/api/v1/auth/verify-email",
+        // The web front asks whether to offer messenger sign-in before anyone is signed in.
+        "/api/v1/auth/messenger",
     ];
     let path = path.trim_end_matches('/');
     match *method {

@@ -16,6 +16,7 @@ static WEB: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../web");
 const PAGES: &[&str] = &[
     "/",
     "/signin",
+    "/signin/telegram",
     "/signup",
     "/verify-email",
     "/forgot-password",

@@ -7,6 +7,22 @@ import { createRequire } from 'node:module';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
+// Pages still open when a step fails are screenshotted (failure-N.png) before the run ends,
+// so a failed run shows where it stood.
+const live = new Set();
+async function failed(e) {
+  let n = 0;
+  for (const page of live) {
+    n += 1;
+    await page.screenshot({ path: `${process.env.ARTIFACTS}/failure-${n}.png`, fullPage: true }).catch(() => {});
+  }
+  console.error(e);
+  process.exit(1);
+}
+// A failed step of a script's top level arrives as an uncaught exception.
+process.on('uncaughtException', failed);
+process.on('unhandledRejection', failed);
+
 // A page in a fresh browser; `contextOptions` add to the defaults (a phone's screen, say).
 export async function open(contextOptions = {}) {
   mkdirSync(process.env.ARTIFACTS, { recursive: true });
@@ -20,6 +36,8 @@ export async function open(contextOptions = {}) {
   // English texts, so a test reads the same words as its author.
   await context.addInitScript(() => localStorage.setItem('bilet.lang', 'en'));
   const page = await context.newPage();
+  live.add(page);
+  page.on('close', () => live.delete(page));
   const result = { violations: [], errors: [] };
   page.on('pageerror', (e) => result.errors.push(String(e)));
   const audit = async (name) => {

@@ -148,3 +148,139 @@ async fn the_door_accepts_a_typed_code_once_on_a_phone() {
         .await;
     assert_eq!(after.body["status"], "CHECKED_IN", "{}", after.body);
 }
+
+/// A cover for the organizer to upload: a 1200×600 PNG with a gradient.
+fn cover_png(path: &std::path::Path) {
+    let img = image::RgbImage::from_fn(1200, 600, |x, y| {
+        image::Rgb([(x / 5 % 256) as u8, (y / 3 % 256) as u8, 140])
+    });
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    img.save_with_format(path, image::ImageFormat::Png).unwrap();
+}
+
+#[tokio::test]
+async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboard() {
+    // The real object store (Garage), as in production: the cover's link is presigned by S3.
+    let ctx = Ctx::with_config(|c| {
+        let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} (make test sets it)"));
+        c.storage.endpoint = Some(env("STORAGE_ENDPOINT"));
+        c.storage.access_key = Some(domain::config::Secret::new(env("STORAGE_ACCESS_KEY")));
+        c.storage.secret_key = Some(domain::config::Secret::new(env("STORAGE_SECRET_KEY")));
+        c.storage.bucket = env("STORAGE_BUCKET");
+        c.storage.region = env("STORAGE_REGION");
+    })
+    .await;
+    let admin = ctx.admin().await;
+    let organizer = ctx.user().await;
+    let participant = ctx.user().await;
+    let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
+    let title = format!("Spring quartets {suffix}");
+    let slug = format!("spring-{suffix}");
+    let org_name = format!("Chamber hall {suffix}");
+    let org_slug = format!("chamber-{suffix}");
+    let cover = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/browser-artifacts")
+        .join(format!("cover-{suffix}.png"));
+    cover_png(&cover);
+
+    let (result, artifacts) = run(
+        "organizer",
+        &[
+            ("BASE", &ctx.base),
+            ("ADMIN_EMAIL", &admin.email),
+            ("ORGANIZER_EMAIL", &organizer.email),
+            ("PARTICIPANT_EMAIL", &participant.email),
+            ("PASSWORD", PASSWORD),
+            ("COVER", cover.to_str().unwrap()),
+            ("TITLE", &title),
+            ("SLUG", &slug),
+            ("ORG_NAME", &org_name),
+            ("ORG_SLUG", &org_slug),
+        ],
+    )
+    .await;
+    assert_eq!(result["errors"], json!([]), "no script error on any page");
+    assert_eq!(
+        result["violations"],
+        json!([]),
+        "no serious or critical axe violation"
+    );
+    assert_eq!(result["typeRows"], 2, "{result}");
+    assert_eq!(result["offSale"], 0, "both types on sale: {result}");
+    assert!(result["coverWidth"].as_u64().unwrap() > 0, "{result}");
+    assert_eq!(result["participantSeesTypes"], true, "{result}");
+    assert_eq!(result["door"], "ACCEPTED");
+    assert_eq!(result["dashboard"]["registrations"], "1", "{result}");
+    assert_eq!(result["dashboard"]["checkedIn"], "1", "{result}");
+    assert!(
+        result["dashboard"]["registrationBars"].as_u64().unwrap() >= 1,
+        "{result}"
+    );
+    assert!(
+        result["dashboard"]["checkInBars"].as_u64().unwrap() >= 1,
+        "{result}"
+    );
+    let csv = &result["exports"]["csv"];
+    let event = result["eventId"].as_str().unwrap();
+    // The name the server gives in Content-Disposition: the event and the period.
+    let named = |format: &str| {
+        let name = result["exports"][format]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        name.starts_with(&format!("bilet-analytics-{event}-"))
+            && name.ends_with(&format!(".{format}"))
+    };
+    assert!(named("csv"), "{result}");
+    assert_eq!(csv["head"], analytics::export::HEADER.join(","), "{result}");
+    assert!(
+        csv["lines"].as_u64().unwrap() >= 4,
+        "a view, a registration, a check-in: {result}"
+    );
+    assert!(named("xlsx"), "{result}");
+    assert_eq!(result["exports"]["xlsx"]["head"], "PK", "a zip: {result}");
+    for page in [
+        "org-none",
+        "org-request",
+        "admin-requests",
+        "org-events",
+        "org-event",
+        "participant-registered",
+        "participant-tickets",
+        "door-accepted",
+        "dashboard",
+        "org-members",
+        "docs",
+    ] {
+        assert!(
+            artifacts.join(format!("{page}.png")).exists(),
+            "{page} screenshot"
+        );
+    }
+
+    // What the pages did is what the API holds: the event published with its two types and
+    // the cover, the participant's one ticket checked in by the code under the QR code.
+    let shown = ctx.get(&format!("/api/v1/events/{event}"), None).await;
+    assert_eq!(shown.body["status"], "PUBLISHED", "{}", shown.body);
+    assert_eq!(shown.body["slug"], slug.as_str());
+    assert!(shown.body["coverImageId"].is_string(), "{}", shown.body);
+    let types = ctx
+        .get(&format!("/api/v1/events/{event}/ticket-types"), None)
+        .await;
+    let list = types.body.get("data").unwrap_or(&types.body);
+    let mut names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["Balcony", "Stalls"]);
+    let mine = ctx
+        .get("/api/v1/registrations", Some(&participant.access))
+        .await;
+    let data = mine.body["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "{}", mine.body);
+    assert_eq!(data[0]["status"], "CHECKED_IN");
+    assert_eq!(data[0]["confirmationCode"], result["code"]);
+}

@@ -9,7 +9,8 @@ export function h(tag, props = {}, ...children) {
     if (value == null || value === false) continue;
     if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
     else if (key === 'class') el.className = value;
-    else if (key in el && typeof value !== 'string') el[key] = value; // e.g. checked, disabled
+    // value, checked: attributes, so a form's reset() keeps them
+    else if (key in el && typeof value !== 'string' && key !== 'value' && key !== 'checked') el[key] = value;
     else el.setAttribute(key, value === true ? '' : value);
   }
   append(el, children);

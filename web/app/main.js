@@ -13,6 +13,7 @@ const ROUTES = [
   { path: /^\/$/, load: page('catalogue') },
   { path: /^\/e\/([^/]+)$/, keys: ['slug'], load: page('event') },
   { path: /^\/signin$/, load: page('signin') },
+  { path: /^\/signin\/telegram$/, load: page('signin-telegram') },
   { path: /^\/signup$/, load: page('signup') },
   { path: /^\/verify-email$/, load: page('verify-email') },
   { path: /^\/forgot-password$/, load: page('forgot-password') },

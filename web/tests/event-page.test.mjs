@@ -37,10 +37,11 @@ test('the event page reaches the staff pages only through the router', () => {
 });
 
 test('the event page JavaScript stays within its size', () => {
-  // 43.3 KB in Russian before the organizer pages; the header's three links and the route
-  // to the staff router may add a little, nothing more.
+  // 43.3 KB in Russian before the organizer pages, 45.0 KB with the Telegram sign-in texts
+  // (the shared dictionary is on every page). The bound a visitor feels is 150 KB gzipped;
+  // this one makes every kilobyte added here a decision.
   for (const l of ['ru', 'en']) {
     const size = bytes(eventPage(l));
-    assert.ok(size < 45_000, `${l}: ${size} bytes`);
+    assert.ok(size < 46_000, `${l}: ${size} bytes`);
   }
 });

@@ -56,6 +56,16 @@ pub fn data_check_string(fields: &BTreeMap<String, String>) -> String {
         .join("\n")
 }
 
+/// The bot's numeric id: the part of its token before the colon. Telegram's sign-in page
+/// names the bot by it; it is public (any user of the bot sees it), unlike the rest.
+pub fn bot_id(bot_token: &str) -> Option<u64> {
+    let (id, secret) = bot_token.split_once(':')?;
+    if secret.is_empty() {
+        return None;
+    }
+    id.parse().ok().filter(|id| *id > 0)
+}
+
 /// Signs a payload the way Telegram does; used by tests and the fake Bot API.
 pub fn sign_widget(fields: &BTreeMap<String, String>, bot_token: &str) -> String {
     let secret = Sha256::digest(bot_token.as_bytes());
@@ -69,6 +79,16 @@ pub fn sign_widget(fields: &BTreeMap<String, String>, bot_token: &str) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bot_id_is_the_tokens_number() {
+        assert_eq!(bot_id("123456:AAE-secret"), Some(123456));
+        assert_eq!(bot_id("123456"), None);
+        assert_eq!(bot_id("123456:"), None);
+        assert_eq!(bot_id("abc:secret"), None);
+        assert_eq!(bot_id("0:secret"), None);
+        assert_eq!(bot_id(":secret"), None);
+    }
 
     fn payload(now: DateTime<Utc>) -> BTreeMap<String, String> {
         let mut f = BTreeMap::new();

@@ -157,6 +157,38 @@ pub async fn logout(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// How the web front offers messenger sign-in: the bot and Telegram's sign-in page.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessengerSignInDto {
+    /// The bot's numeric id, which Telegram's sign-in page takes as `bot_id`.
+    pub bot_id: u64,
+    /// The bot's username.
+    pub bot_username: String,
+    /// Telegram's sign-in page; it returns to the caller's `return_to` with the signed account
+    /// in the fragment `#tgAuthResult=`, to be sent to `POST /api/v1/auth/messenger`.
+    pub auth_url: String,
+}
+
+/// Whether messenger sign-in is offered, and with which bot (404 when no bot is configured).
+#[utoipa::path(get, path = "/api/v1/auth/messenger", tag = "auth",
+    responses((status = 200, body = MessengerSignInDto), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn messenger_sign_in_offer(
+    State(state): State<AppState>,
+) -> Result<Json<MessengerSignInDto>, ApiError> {
+    let messenger = &state.config.messenger;
+    let bot_id = messenger
+        .bot_token
+        .as_ref()
+        .and_then(|token| messenger::bot_id(token.expose()))
+        .ok_or_else(ApiError::not_found)?;
+    Ok(Json(MessengerSignInDto {
+        bot_id,
+        bot_username: messenger.bot_username.clone(),
+        auth_url: messenger.login_url.clone(),
+    }))
+}
+
 /// Signs in (or registers) with a messenger account: the Telegram Login Widget payload.
 #[utoipa::path(post, path = "/api/v1/auth/messenger", tag = "auth", request_body = Object,
     responses((status = 200, body = AuthResponse), (status = 201, body = AuthResponse), (status = 401, body = crate::error::ErrorBody)))]

@@ -23,7 +23,10 @@ use utoipa::OpenApi;
 /// The routes of the identity service.
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/auth/messenger", post(auth::messenger_sign_in))
+        .route(
+            "/api/v1/auth/messenger",
+            post(auth::messenger_sign_in).get(auth::messenger_sign_in_offer),
+        )
         .route("/api/v1/auth/register", post(auth::register))
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/refresh", post(auth::refresh))
@@ -102,7 +105,7 @@ pub fn routes() -> Router<AppState> {
 #[derive(OpenApi)]
 #[openapi(
     paths(
-        auth::messenger_sign_in, auth::register, auth::login, auth::refresh, auth::logout,
+        auth::messenger_sign_in, auth::messenger_sign_in_offer, auth::register, auth::login, auth::refresh, auth::logout,
         auth::forgot_password, auth::reset_password, auth::verify_email, auth::verify_email_link,
         auth::resend_verification,
         users::me, users::update, users::delete, users::change_password,

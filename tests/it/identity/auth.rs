@@ -530,7 +530,7 @@ async fn password_reset_sets_the_password_once_and_ends_sessions() {
     assert_eq!(twice.status, 422, "single use");
 }
 
-fn widget(id: &str, first: &str, auth_date: i64, token: &str) -> BTreeMap<String, String> {
+pub fn widget(id: &str, first: &str, auth_date: i64, token: &str) -> BTreeMap<String, String> {
     let mut fields = BTreeMap::new();
     fields.insert("id".to_string(), id.to_string());
     fields.insert("first_name".to_string(), first.to_string());
@@ -611,6 +611,27 @@ async fn messenger_sign_in_creates_once_and_refuses_forgeries() {
     assert_eq!(again.status, 200);
     assert_eq!(again.body["user"]["id"], first.body["user"]["id"]);
     assert_eq!(users().await, 1);
+}
+
+#[tokio::test]
+async fn the_front_learns_which_bot_signs_in_and_nothing_secret() {
+    let ctx = Ctx::new().await;
+    let offer = ctx.get("/api/v1/auth/messenger", None).await;
+    assert_eq!(offer.status, 200, "{}", offer.body);
+    assert_eq!(
+        offer.body,
+        json!({
+            "botId": 123456,
+            "botUsername": "bilet_test_bot",
+            "authUrl": "https://oauth.telegram.org/auth"
+        }),
+        "the id and name only, never the token's secret part"
+    );
+
+    let off = Ctx::with_config(|c| c.messenger.bot_token = None).await;
+    let none = off.get("/api/v1/auth/messenger", None).await;
+    assert_eq!(none.status, 404, "{}", none.body);
+    assert_eq!(none.body["code"], "not_found");
 }
 
 #[tokio::test]

@@ -141,7 +141,10 @@ export default async function orgEvent({ root, params, signal }) {
     el.reset();
     announce(t('cover.set'));
     drawRemoveCover();
-    // The new file's variants come a moment later; the picked image stays shown meanwhile.
+    // The picked image is the cover now; the stored one replaces it once its link answers
+    // (the original at once, the medium variant when it is made).
+    showCover(chosen, t('cover.current'));
+    await loadCover();
   }, fileField, submitButton(t('cover.upload')));
   const removeBox = h('p', {});
   function drawRemoveCover() {

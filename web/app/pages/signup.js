@@ -1,16 +1,19 @@
 // "/signup": POST /api/v1/auth/register {email, password, firstName, lastName} → UserDto,
 // then POST /api/v1/auth/login with the same address and password: the account works at
-// once while the verification mail is on its way.
+// once while the verification mail is on its way. Telegram's sign-in, offered above, makes an
+// account too.
 import { api } from '../api.js';
-import { announce, h, setTitle } from '../dom.js';
+import { announce, fill, h, setTitle } from '../dom.js';
 import { field, form, submitButton } from '../forms.js';
 import { t } from '../i18n.js';
 import { navigate, safeNext } from '../nav.js';
 import * as session from '../session.js';
+import { messengerSignIn } from './signin.js';
 
-export default function signup({ root, query }) {
+export default async function signup({ root, query, signal }) {
   setTitle(t('signup.title'));
   const next = safeNext(query.get('next'));
+  const messenger = await messengerSignIn(next, signal);
   const el = form(async ({ firstName, lastName, email, password }) => {
     await api.post('/auth/register', { email, password, firstName, lastName });
     session.save(await api.post('/auth/login', { email, password }));
@@ -25,8 +28,9 @@ export default function signup({ root, query }) {
   }),
   submitButton(t('signup.submit')));
 
-  root.replaceChildren(
+  fill(root,
     h('h1', {}, t('signup.title')),
+    messenger,
     el,
     h('p', {}, t('signup.haveAccount'), ' ', h('a', { href: `/signin?next=${encodeURIComponent(next)}` }, t('signin.title'))));
 }

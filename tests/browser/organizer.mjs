@@ -1,0 +1,194 @@
+// The whole way of an event through the web front in Debian's chromium, driven by
+// tests/it/browser.rs (which makes the accounts and the cover image, and checks the result
+// this prints as its last line of JSON):
+//   an organizer requests an organization, a platform administrator approves it, the
+//   organizer creates it, creates an event with two ticket types and a cover and publishes
+//   it; a participant finds it by search, registers and sees the QR code; the door (on a
+//   phone) checks the ticket in by its code; the dashboard shows the registration and the
+//   check-in; the export downloads a CSV and an XLSX file.
+// Every page is screenshotted into ARTIFACTS and checked by axe-core.
+import { readFileSync } from 'node:fs';
+import { open, signIn } from './harness.mjs';
+
+const {
+  BASE, ADMIN_EMAIL, ORGANIZER_EMAIL, PARTICIPANT_EMAIL, PASSWORD, COVER, TITLE, SLUG,
+  ORG_NAME, ORG_SLUG,
+} = process.env;
+const ARTIFACTS = process.env.ARTIFACTS;
+const result = { violations: [], errors: [] };
+const merge = (r) => { result.violations.push(...r.violations); result.errors.push(...r.errors); };
+const waitText = (page, text) => page.getByText(text).first().waitFor();
+
+// ---- The organizer asks for an organization ----
+const organizer = await open();
+let page = organizer.page;
+await signIn(page, BASE, ORGANIZER_EMAIL, PASSWORD);
+await page.goto(`${BASE}/org/`);
+await page.locator('main h1').first().waitFor();
+await organizer.audit('org-none');
+await page.goto(`${BASE}/org/request`);
+await page.locator('#req-name').fill(ORG_NAME);
+await page.locator('#req-slug').fill(ORG_SLUG);
+await page.locator('#req-description').fill('Chamber concerts in small halls.');
+await page.getByRole('button', { name: 'Send the request' }).click();
+await page.getByRole('heading', { name: ORG_NAME }).waitFor();
+await waitText(page, 'Under review');
+await organizer.audit('org-request');
+
+// ---- A platform administrator approves it ----
+const admin = await open();
+await signIn(admin.page, BASE, ADMIN_EMAIL, PASSWORD);
+await admin.page.goto(`${BASE}/admin/requests`);
+await admin.page.getByRole('heading', { name: ORG_NAME }).waitFor();
+await admin.audit('admin-requests');
+await admin.page.getByRole('button', { name: new RegExp(`^Approve\\W+${ORG_NAME}$`) }).click();
+await waitText(admin.page, `Request “${ORG_NAME}” approved.`);
+await admin.audit('admin-approved');
+await admin.browser.close();
+merge(admin.result);
+
+// ---- The organizer creates the organization and acts for it ----
+await page.reload();
+await page.getByRole('button', { name: new RegExp(`^Create the organization\\W+${ORG_NAME}$`) }).click();
+await page.waitForURL(`${BASE}/org/events`);
+await page.getByRole('heading', { name: 'Organization events' }).waitFor();
+await organizer.audit('org-events');
+
+// ---- An event with two ticket types and a cover, published ----
+await page.locator('#new-title').fill(TITLE);
+await page.locator('#new-slug').fill(SLUG);
+await page.locator('#new-description').fill('Quartets by candlelight, then a glass of wine.');
+await page.locator('#new-startsAt').fill('2027-03-12T19:00');
+await page.locator('#new-endsAt').fill('2027-03-12T22:00');
+await page.locator('#new-timezone').fill('Europe/Moscow');
+await page.locator('#new-locationType').selectOption('OFFLINE');
+await page.locator('#new-locationAddress').fill('Moscow, Bolshaya Nikitskaya 13');
+await page.getByRole('button', { name: 'Create the draft' }).click();
+await page.waitForURL(/\/org\/events\/[0-9a-f-]{36}$/);
+const eventId = page.url().split('/').pop();
+await page.getByRole('heading', { name: TITLE, level: 1 }).waitFor();
+
+for (const [name, price, seats] of [['Stalls', '0', '80'], ['Balcony', '1500', '20']]) {
+  await page.locator('#tt-new-name').fill(name);
+  await page.locator('#tt-new-priceCents').fill(price);
+  await page.locator('#tt-new-quantity').fill(seats);
+  await page.getByRole('button', { name: 'Add', exact: true }).click();
+  await waitText(page, `Ticket type “${name}” added.`);
+}
+result.typeRows = await page.locator('section[aria-labelledby="tt-title"] table tbody tr').count();
+// Both on sale: the form starts the second type with the same defaults as the first.
+result.offSale = await page.locator('section[aria-labelledby="tt-title"] table').getByText('Off sale').count();
+
+await page.locator('#cover-file').setInputFiles(COVER);
+await waitText(page, 'This is the new cover.');
+await page.getByRole('button', { name: 'Upload and use as the cover' }).click();
+await waitText(page, 'Cover saved.');
+// The cover shown is the stored one (its presigned link), loaded and decoded.
+const cover = page.locator('section[aria-labelledby="cover-title"] img');
+await cover.waitFor();
+await page.waitForFunction(() => {
+  const img = document.querySelector('section[aria-labelledby="cover-title"] img');
+  return img && img.complete && img.naturalWidth > 0 && !img.src.startsWith('blob:');
+});
+result.coverWidth = await cover.evaluate((img) => img.naturalWidth);
+
+await page.getByRole('button', { name: /^Publish\b/ }).first().click();
+await waitText(page, `“${TITLE}” is published.`);
+await organizer.audit('org-event');
+
+// ---- A participant finds it, registers and sees the QR code ----
+const participant = await open();
+const p = participant.page;
+await signIn(p, BASE, PARTICIPANT_EMAIL, PASSWORD);
+await p.goto(`${BASE}/`);
+await p.getByLabel('Title or description').fill(TITLE);
+await p.getByLabel('Title or description').press('Enter');
+await p.getByRole('link', { name: TITLE }).click();
+await p.waitForURL(`${BASE}/e/${SLUG}`);
+await p.getByRole('heading', { name: TITLE }).waitFor();
+result.participantSeesTypes = await p.getByText('Balcony').count() > 0 && await p.getByText('Stalls').count() > 0;
+await p.getByRole('button', { name: 'Register' }).first().click();
+await waitText(p, /You are registered/);
+await participant.audit('participant-registered');
+await p.goto(`${BASE}/me/tickets`);
+const qr = p.locator('canvas.qr').first();
+await qr.waitFor();
+result.qrLabel = await qr.getAttribute('aria-label');
+await participant.audit('participant-tickets');
+await participant.browser.close();
+merge(participant.result);
+const code = result.qrLabel.match(/[A-Z0-9]{6,}/g).pop();
+result.code = code;
+
+// ---- The door, on the organizer's phone ----
+const door = await open({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+await signIn(door.page, BASE, ORGANIZER_EMAIL, PASSWORD);
+await door.page.goto(`${BASE}/org/`);
+await door.page.getByRole('button', { name: 'Act for it' }).first().click();
+await waitText(door.page, /You now act for/);
+await door.page.goto(`${BASE}/door/`);
+await door.page.getByRole('link', { name: TITLE }).click();
+const typed = door.page.getByLabel('Confirmation code');
+await typed.waitFor();
+await typed.fill(code);
+await door.page.getByRole('button', { name: 'Check', exact: true }).click();
+await door.page.getByText('ACCEPTED', { exact: true }).first().waitFor();
+result.door = 'ACCEPTED';
+await door.audit('door-accepted');
+await door.browser.close();
+merge(door.result);
+
+// ---- The dashboard shows the registration and the check-in ----
+await page.goto(`${BASE}/org/events/${eventId}/dashboard`);
+await page.getByRole('heading', { name: 'By day' }).waitFor();
+// The figures come through the broker into analytics; the page refreshes every 10 s.
+const caption = (what) => page.locator('figure.dash-figure figcaption', { hasText: what });
+await page.waitForFunction(() => {
+  const read = (what) => [...document.querySelectorAll('figure.dash-figure figcaption')]
+    .find((c) => c.textContent.startsWith(what))?.querySelector('strong')?.textContent;
+  return read('Registrations') === '1' && read('Checked in') === '1';
+}, null, { timeout: 60_000, polling: 500 });
+result.dashboard = {
+  registrations: await caption('Registrations').locator('strong').textContent(),
+  checkedIn: await caption('Checked in').locator('strong').textContent(),
+  // The bars drawn: a column of non-zero height in each of the two charts.
+  registrationBars: await page.locator('figure.dash-figure', { hasText: 'Registrations' })
+    .locator('svg rect[height]:not([height="0"])').count(),
+  checkInBars: await page.locator('figure.dash-figure', { hasText: 'Checked in' })
+    .locator('svg rect[height]:not([height="0"])').count(),
+};
+await organizer.audit('dashboard');
+
+// ---- Export: the files download ----
+await page.goto(`${BASE}/org/events/${eventId}`);
+await page.getByRole('heading', { name: TITLE, level: 1 }).waitFor();
+result.exports = {};
+for (const [format, label] of [['csv', 'Download CSV'], ['xlsx', 'Download XLSX']]) {
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('button', { name: label }).click(),
+  ]);
+  const path = `${ARTIFACTS}/export.${format}`;
+  await download.saveAs(path);
+  const bytes = readFileSync(path);
+  result.exports[format] = {
+    name: download.suggestedFilename(),
+    bytes: bytes.length,
+    head: format === 'csv' ? bytes.toString('utf8').split(/\r?\n/)[0] : bytes.subarray(0, 2).toString('latin1'),
+    lines: format === 'csv' ? bytes.toString('utf8').trim().split(/\r?\n/).length : null,
+  };
+}
+await organizer.audit('org-event-exported');
+
+// ---- The other organizer pages and the API reference ----
+for (const [path, name] of [['/org/members', 'org-members'], ['/org/', 'org-list'], ['/door/', 'door-events'], ['/docs', 'docs']]) {
+  await page.goto(`${BASE}${path}`);
+  await page.locator('main h1').first().waitFor();
+  await page.waitForLoadState('networkidle');
+  await organizer.audit(name);
+}
+
+await organizer.browser.close();
+merge(organizer.result);
+result.eventId = eventId;
+console.log(JSON.stringify(result));
