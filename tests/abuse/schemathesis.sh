@@ -62,10 +62,10 @@ TOKEN=$(post "/api/v1/organizations/$ORG/switch" '' "$OWNER" | json "['accessTok
 
 log "schemathesis against $BASE/api/v1/openapi.json"
 "$ST" run "$BASE/api/v1/openapi.json" \
-    --checks not_a_server_error,response_schema_conformance,content_type_conformance \
+    --checks all \
     --header "Authorization: Bearer $TOKEN" \
     --max-examples "${SCHEMATHESIS_EXAMPLES:-50}" \
-    --phases examples,coverage,fuzzing \
+    --phases examples,coverage,fuzzing,stateful \
     --workers 2 \
     --request-timeout 10 \
     --suppress-health-check all \

@@ -284,3 +284,61 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
     assert_eq!(data[0]["status"], "CHECKED_IN");
     assert_eq!(data[0]["confirmationCode"], result["code"]);
 }
+
+/// Telegram's sign-in answer for `id`, signed with `token`, as the fragment carries it
+/// (base64url of the JSON, without padding).
+fn telegram_pass(id: u64, auth_date: i64, token: &str) -> String {
+    use base64::Engine;
+    let mut fields = std::collections::BTreeMap::new();
+    fields.insert("id".to_string(), id.to_string());
+    fields.insert("first_name".to_string(), "Анна".to_string());
+    fields.insert("username".to_string(), "anna_tg".to_string());
+    fields.insert("auth_date".to_string(), auth_date.to_string());
+    let hash = domain::identity::messenger::sign_widget(&fields, token);
+    let body = json!({
+        "id": id, "first_name": "Анна", "username": "anna_tg", "auth_date": auth_date, "hash": hash,
+    });
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(body.to_string())
+}
+
+#[tokio::test]
+async fn a_visitor_signs_in_with_telegram_and_a_forged_pass_is_refused() {
+    use domain::clock::Clock;
+    let ctx = Ctx::new().await;
+    let now = ctx.clock.now().timestamp();
+    let genuine = telegram_pass(4242, now, crate::identity::BOT_TOKEN);
+    let forged = telegram_pass(4243, now, "999:ANOTHER-BOT");
+
+    let (result, _) = run(
+        "telegram",
+        &[("BASE", &ctx.base), ("TG_RESULT", &genuine), ("TG_FORGED", &forged)],
+    )
+    .await;
+    assert_eq!(result["errors"], json!([]), "no script error");
+    assert_eq!(result["violations"], json!([]), "no serious or critical axe violation");
+    // Telegram's page was asked for our bot, by our origin, to come back to our return page.
+    assert_eq!(result["asked"]["bot_id"], "123456", "{result}");
+    assert_eq!(result["asked"]["origin"], ctx.base.as_str(), "{result}");
+    assert_eq!(
+        result["asked"]["return_to"],
+        format!("{}/signin/telegram?next=%2Fme%2Ftickets", ctx.base),
+        "{result}"
+    );
+    assert_eq!(result["addressAfter"], format!("{}/me/tickets", ctx.base));
+    assert!(result["userName"].as_str().unwrap().contains("Анна"), "{result}");
+    assert_eq!(result["forged"], 1, "{result}");
+    assert!(!result["forgedAddress"].as_str().unwrap().contains("tgAuthResult"), "{result}");
+
+    // One account, made from the genuine pass only.
+    let users: Vec<(String, String)> = ctx
+        .t
+        .owner()
+        .await
+        .query("SELECT messenger_id, first_name FROM user_service.users", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(users, [("4242".to_string(), "Анна".to_string())]);
+}

@@ -530,7 +530,7 @@ async fn password_reset_sets_the_password_once_and_ends_sessions() {
     assert_eq!(twice.status, 422, "single use");
 }
 
-pub fn widget(id: &str, first: &str, auth_date: i64, token: &str) -> BTreeMap<String, String> {
+fn widget(id: &str, first: &str, auth_date: i64, token: &str) -> BTreeMap<String, String> {
     let mut fields = BTreeMap::new();
     fields.insert("id".to_string(), id.to_string());
     fields.insert("first_name".to_string(), first.to_string());
