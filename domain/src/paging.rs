@@ -149,6 +149,16 @@ impl PageRequest {
 }
 
 impl SortWhitelist {
+    /// The values `resolve` takes, as an ECMA regular expression for the API document: a
+    /// field, optionally `,asc` or `,desc` in any case, spaces around either; or nothing.
+    pub fn pattern(&self) -> String {
+        let fields: Vec<&str> = self.fields.iter().map(|f| f.api).collect();
+        format!(
+            r"^(\s*({})\s*(,\s*([aA][sS][cC]|[dD][eE][sS][cC])\s*)?)?$",
+            fields.join("|")
+        )
+    }
+
     fn default_sort(&self) -> Sort {
         let (api, dir) = self.default;
         let column = self

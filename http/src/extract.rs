@@ -55,37 +55,81 @@ fn is_json(content_type: Option<&axum::http::HeaderValue>) -> bool {
 
 /// Deserializes a JSON body, mapping each serde error onto the field it concerns.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let inner = error.inner();
-        let path = error.path().to_string();
-        if matches!(
-            inner.classify(),
-            serde_json::error::Category::Syntax
-                | serde_json::error::Category::Eof
-                | serde_json::error::Category::Io
-        ) {
-            return ApiError::field(
-                "body",
-                FieldError::MalformedJson {
-                    line: inner.line(),
-                    column: inner.column(),
-                },
-            );
-        }
-        let (field, field_error) = classify_data_error(&path, &inner.to_string());
-        ApiError::validation(FieldErrors::single(field, field_error))
-    })?;
-    deserializer.end().map_err(|e| {
-        ApiError::field(
+    // Every body is an object; serde would also read a struct from an array of its fields.
+    if bytes.trim_ascii_start().first() == Some(&b'[') {
+        return Err(ApiError::field(
             "body",
-            FieldError::MalformedJson {
-                line: e.line(),
-                column: e.column(),
+            FieldError::WrongType {
+                expected: "an object".into(),
             },
-        )
-    })?;
+        ));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = match serde_path_to_error::deserialize(&mut deserializer) {
+        Ok(value) => value,
+        Err(error) => {
+            let inner = error.inner();
+            if matches!(
+                inner.classify(),
+                serde_json::error::Category::Syntax
+                    | serde_json::error::Category::Eof
+                    | serde_json::error::Category::Io
+            ) {
+                return Err(malformed(inner));
+            }
+            let message = inner.to_string();
+            // JSON has one number type: `3.0` is the integer 3, as JSON Schema says too.
+            // Such input is rare, so only then is the body read again with its whole floats
+            // made integers; the common path reads the bytes once.
+            if message.starts_with("invalid type: floating point") {
+                if let Some(read) = with_whole_floats_as_integers(bytes) {
+                    return read;
+                }
+            }
+            let (field, field_error) = classify_data_error(&error.path().to_string(), &message);
+            return Err(ApiError::validation(FieldErrors::single(field, field_error)));
+        }
+    };
+    deserializer.end().map_err(|e| malformed(&e))?;
     Ok(value)
+}
+
+fn malformed(e: &serde_json::Error) -> ApiError {
+    ApiError::field(
+        "body",
+        FieldError::MalformedJson {
+            line: e.line(),
+            column: e.column(),
+        },
+    )
+}
+
+/// Reads the body again with every float that is a whole number (`-201.0`) as an integer;
+/// `None` when nothing changed, so the first error stands.
+fn with_whole_floats_as_integers<T: DeserializeOwned>(bytes: &[u8]) -> Option<Result<T, ApiError>> {
+    fn whole(value: &mut serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::Number(n) if n.is_f64() => match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => {
+                    *value = serde_json::Value::from(f as i64);
+                    true
+                }
+                _ => false,
+            },
+            serde_json::Value::Array(items) => items.iter_mut().fold(false, |c, v| whole(v) | c),
+            serde_json::Value::Object(fields) => fields.values_mut().fold(false, |c, v| whole(v) | c),
+            _ => false,
+        }
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    if !whole(&mut value) {
+        return None;
+    }
+    Some(serde_path_to_error::deserialize(value).map_err(|error| {
+        let (field, field_error) =
+            classify_data_error(&error.path().to_string(), &error.inner().to_string());
+        ApiError::validation(FieldErrors::single(field, field_error))
+    }))
 }
 
 /// Turns a serde data error into (field path, reason). serde reports missing and unknown
@@ -240,7 +284,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
                 ApiError::field("body", FieldError::InvalidFormat)
             }
         })?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // No body, or `null`, is the absent body the document allows.
+        let text = bytes.trim_ascii();
+        if text.is_empty() || text == b"null" {
             return Ok(MaybeJson(None));
         }
         parse_json(&bytes).map(|v| MaybeJson(Some(v)))
@@ -306,5 +352,24 @@ mod tests {
                 .starts_with("Malformed JSON")
         );
         assert!(parse_json::<Body>(br#"{"name":"a","seats":1}"#).is_ok());
+        assert_eq!(
+            details(r#" ["a", 1, null]"#)["body"],
+            "Wrong value type, expected an object"
+        );
     }
+
+    #[test]
+    fn a_whole_float_is_an_integer_and_a_fraction_is_not() {
+        let body = parse_json::<Body>(br#"{"name":"a","seats":12.0,"inner":null}"#).unwrap();
+        assert_eq!(body.seats, 12);
+        assert_eq!(
+            details(r#"{"name": "a", "seats": 12.5}"#)["seats"],
+            "Wrong value type, expected u32"
+        );
+        assert_eq!(
+            details(r#"{"name": "a", "seats": -3.0}"#)["seats"],
+            "Wrong value type, expected u32"
+        );
+    }
+
 }

@@ -68,7 +68,7 @@ pub struct TemplateDto {
 }
 
 /// Templates are sorted by name (the only field), ascending unless asked otherwise.
-const TEMPLATE_SORT: SortWhitelist = SortWhitelist {
+pub(crate) const TEMPLATE_SORT: SortWhitelist = SortWhitelist {
     fields: &[SortField {
         api: "name",
         column: "name",

@@ -14,8 +14,10 @@ use serde::Deserialize;
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// Zero-based page number (default 0).
+    #[param(value_type = Option<u32>, minimum = 0, maximum = 1000000)]
     pub page: Option<String>,
     /// Page size, 1 to 100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub size: Option<String>,
     /// `field,asc` or `field,desc` over the endpoint's sortable fields.
     pub sort: Option<String>,

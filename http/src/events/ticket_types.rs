@@ -15,7 +15,7 @@ use domain::validation::{FieldError, FieldErrors};
 use storage::events::ticket_types::{self, TicketFields};
 use uuid::Uuid;
 
-const SORT: SortWhitelist = SortWhitelist {
+pub(crate) const SORT: SortWhitelist = SortWhitelist {
     fields: &[SortField {
         api: "sortOrder",
         column: "sort_order",
