@@ -87,7 +87,10 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 }
             }
             let (field, field_error) = classify_data_error(&error.path().to_string(), &message);
-            return Err(ApiError::validation(FieldErrors::single(field, field_error)));
+            return Err(ApiError::validation(FieldErrors::single(
+                field,
+                field_error,
+            )));
         }
     };
     deserializer.end().map_err(|e| malformed(&e))?;
@@ -117,7 +120,9 @@ fn with_whole_floats_as_integers<T: DeserializeOwned>(bytes: &[u8]) -> Option<Re
                 _ => false,
             },
             serde_json::Value::Array(items) => items.iter_mut().fold(false, |c, v| whole(v) | c),
-            serde_json::Value::Object(fields) => fields.values_mut().fold(false, |c, v| whole(v) | c),
+            serde_json::Value::Object(fields) => {
+                fields.values_mut().fold(false, |c, v| whole(v) | c)
+            }
             _ => false,
         }
     }
@@ -371,5 +376,4 @@ mod tests {
             "Wrong value type, expected u32"
         );
     }
-
 }

@@ -279,6 +279,12 @@ mod tests {
             &format!("/api/v1/events/{id}/registrations")
         ));
         assert!(!is_public(&Method::POST, "/api/v1/events"));
+        // The caller's own state needs a token.
+        assert!(!is_public(
+            &Method::GET,
+            &format!("/api/v1/events/{id}/waitlist")
+        ));
+        assert!(!is_public(&Method::GET, "/api/v1/notifications/link"));
     }
 
     #[test]

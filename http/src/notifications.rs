@@ -28,13 +28,13 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/notifications/preferences",
             get(get_preferences).put(put_preferences),
         )
-        .route("/api/v1/notifications/link", axum::routing::post(link))
+        .route("/api/v1/notifications/link", get(link_state).post(link))
         .route("/api/v1/notifications/send", axum::routing::post(send))
 }
 
 #[derive(OpenApi)]
 #[openapi(
-    paths(list_templates, get_preferences, put_preferences, link, send),
+    paths(list_templates, get_preferences, put_preferences, link_state, link, send),
     tags((name = "notifications", description = "Templates and notification settings"))
 )]
 struct NotificationsApi;
@@ -146,6 +146,32 @@ pub struct LinkDto {
     pub url: String,
     /// The token stops working then (it also works only once).
     pub expires_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Whether a messenger chat is bound to the caller's account.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LinkStateDto {
+    /// A chat receives the caller's notifications.
+    pub linked: bool,
+    /// When it was bound; null when none is.
+    pub linked_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Whether a messenger chat is bound to the caller (by the deep link, or by signing in with
+/// the messenger), and since when.
+#[utoipa::path(get, path = "/api/v1/notifications/link", tag = "notifications",
+    responses((status = 200, body = LinkStateDto), (status = 401, body = crate::error::ErrorBody)))]
+pub async fn link_state(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<LinkStateDto>, ApiError> {
+    let user = caller.require_user()?;
+    let linked_at = storage::notifications::links::linked_at(&state.db, user).await?;
+    Ok(Json(LinkStateDto {
+        linked: linked_at.is_some(),
+        linked_at,
+    }))
 }
 
 /// A one-time deep link to the bot that binds the chat it is opened in to the caller.

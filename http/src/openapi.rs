@@ -52,13 +52,19 @@ fn sort_whitelists() -> [(&'static str, &'static domain::paging::SortWhitelist);
         ("/api/v1/events", &catalog::SORT),
         ("/api/v1/events/{id}/registrations", &registrations::SORT),
         ("/api/v1/registrations", &registrations::SORT),
-        ("/api/v1/events/{id}/ticket-types", &crate::events::ticket_types::SORT),
+        (
+            "/api/v1/events/{id}/ticket-types",
+            &crate::events::ticket_types::SORT,
+        ),
         ("/api/v1/organization-requests", &requests::SORT),
         ("/api/v1/organizations", &organizations::SORT),
         ("/api/v1/organizations/{id}/members", &members::SORT),
         ("/api/v1/organizations/{id}/groups", &groups::SORT),
         ("/api/v1/groups/{id}/members", &groups::MEMBER_SORT),
-        ("/api/v1/notifications/templates", &crate::notifications::TEMPLATE_SORT),
+        (
+            "/api/v1/notifications/templates",
+            &crate::notifications::TEMPLATE_SORT,
+        ),
     ]
 }
 
@@ -66,7 +72,12 @@ fn sort_whitelists() -> [(&'static str, &'static domain::paging::SortWhitelist);
 fn sort_values(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{ObjectBuilder, RefOr, Schema, Type};
     for (path, whitelist) in sort_whitelists() {
-        let Some(op) = doc.paths.paths.get_mut(path).and_then(|item| item.get.as_mut()) else {
+        let Some(op) = doc
+            .paths
+            .paths
+            .get_mut(path)
+            .and_then(|item| item.get.as_mut())
+        else {
             continue;
         };
         for parameter in op.parameters.iter_mut().flatten() {
@@ -96,13 +107,16 @@ fn common_answers(doc: &mut utoipa::openapi::OpenApi) {
             .build()
     };
     let answer = |op: &mut Operation, status: &str, description: &str| {
-        op.responses.responses.entry(status.to_string()).or_insert_with(|| {
-            utoipa::openapi::ResponseBuilder::new()
-                .description(description)
-                .content("application/json", error())
-                .build()
-                .into()
-        });
+        op.responses
+            .responses
+            .entry(status.to_string())
+            .or_insert_with(|| {
+                utoipa::openapi::ResponseBuilder::new()
+                    .description(description)
+                    .content("application/json", error())
+                    .build()
+                    .into()
+            });
     };
     for (path, item) in doc.paths.paths.iter_mut() {
         let names_something = path.contains('{');
@@ -121,7 +135,11 @@ fn common_answers(doc: &mut utoipa::openapi::OpenApi) {
             let has_parameters =
                 item_has_parameters || op.parameters.as_ref().is_some_and(|p| !p.is_empty());
             if has_parameters || has_body || names_something {
-                answer(op, "400", "Bad input: a malformed parameter or body (validation_error, by field)");
+                answer(
+                    op,
+                    "400",
+                    "Bad input: a malformed parameter or body (validation_error, by field)",
+                );
             }
             if names_something {
                 answer(op, "404", "Not found, or not visible to the caller");
@@ -134,10 +152,17 @@ fn common_answers(doc: &mut utoipa::openapi::OpenApi) {
                 op.security = None;
             } else {
                 answer(op, "401", "No valid access token");
-                op.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
+                op.security = Some(vec![SecurityRequirement::new(
+                    "bearer",
+                    Vec::<String>::new(),
+                )]);
             }
             answer(op, "429", "Too many requests: see Retry-After");
-            answer(op, "503", "A service or the database is unavailable, or the event is moving to another node: retry after Retry-After");
+            answer(
+                op,
+                "503",
+                "A service or the database is unavailable, or the event is moving to another node: retry after Retry-After",
+            );
         }
     }
 }
@@ -148,7 +173,9 @@ fn fill_parameters(path: &str) -> String {
     let mut rest = path;
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
-        let Some(close) = rest[open..].find('}') else { break };
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
         out.push_str("00000000-0000-0000-0000-000000000000");
         rest = &rest[open + close + 1..];
     }
@@ -196,7 +223,9 @@ mod tests {
         }
         assert!(login.security.is_none(), "public");
         assert!(
-            operation(&doc, "/api/v1/events/by-slug/{slug}", Get).security.is_none(),
+            operation(&doc, "/api/v1/events/by-slug/{slug}", Get)
+                .security
+                .is_none(),
             "public"
         );
         // What only services call is not in the clients' document.

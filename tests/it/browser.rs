@@ -311,11 +311,19 @@ async fn a_visitor_signs_in_with_telegram_and_a_forged_pass_is_refused() {
 
     let (result, _) = run(
         "telegram",
-        &[("BASE", &ctx.base), ("TG_RESULT", &genuine), ("TG_FORGED", &forged)],
+        &[
+            ("BASE", &ctx.base),
+            ("TG_RESULT", &genuine),
+            ("TG_FORGED", &forged),
+        ],
     )
     .await;
     assert_eq!(result["errors"], json!([]), "no script error");
-    assert_eq!(result["violations"], json!([]), "no serious or critical axe violation");
+    assert_eq!(
+        result["violations"],
+        json!([]),
+        "no serious or critical axe violation"
+    );
     // Telegram's page was asked for our bot, by our origin, to come back to our return page.
     assert_eq!(result["asked"]["bot_id"], "123456", "{result}");
     assert_eq!(result["asked"]["origin"], ctx.base.as_str(), "{result}");
@@ -325,16 +333,28 @@ async fn a_visitor_signs_in_with_telegram_and_a_forged_pass_is_refused() {
         "{result}"
     );
     assert_eq!(result["addressAfter"], format!("{}/me/tickets", ctx.base));
-    assert!(result["userName"].as_str().unwrap().contains("Анна"), "{result}");
+    assert!(
+        result["userName"].as_str().unwrap().contains("Анна"),
+        "{result}"
+    );
     assert_eq!(result["forged"], 1, "{result}");
-    assert!(!result["forgedAddress"].as_str().unwrap().contains("tgAuthResult"), "{result}");
+    assert!(
+        !result["forgedAddress"]
+            .as_str()
+            .unwrap()
+            .contains("tgAuthResult"),
+        "{result}"
+    );
 
     // One account, made from the genuine pass only.
     let users: Vec<(String, String)> = ctx
         .t
         .owner()
         .await
-        .query("SELECT messenger_id, first_name FROM user_service.users", &[])
+        .query(
+            "SELECT messenger_id, first_name FROM user_service.users",
+            &[],
+        )
         .await
         .unwrap()
         .iter()

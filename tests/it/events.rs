@@ -637,6 +637,192 @@ async fn list_filters_search_and_sort() {
     );
 }
 
+#[tokio::test]
+async fn the_organization_filter_lists_what_the_caller_may_see_of_it() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, org) = ctx.owner(&admin).await;
+    let (other, other_org) = ctx.owner(&admin).await;
+    let moderator = ctx.moderator(&owner, &org).await;
+    let participant = ctx.user().await;
+
+    // Ours: a draft, a published event, a cancelled one and a published members-only one.
+    event(&ctx, &owner, json!({"title": "A draft", "startsAt": at(4)})).await;
+    published(&ctx, &owner, "A live").await;
+    let cancelled = published(&ctx, &owner, "A cancelled").await;
+    assert_eq!(
+        ctx.post_empty(
+            &format!("/api/v1/events/{cancelled}/cancel"),
+            Some(&owner.access)
+        )
+        .await
+        .status,
+        200
+    );
+    let group = ctx
+        .post(
+            &format!("/api/v1/organizations/{org}/groups"),
+            Some(&owner.access),
+            json!({"name": "Club"}),
+        )
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    // The projection fills from group.created.
+    let created = eventually(10, || async {
+        ctx.post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": "Members only", "startsAt": at(5), "groupId": group_id}),
+        )
+        .await
+        .status
+            == 201
+    })
+    .await;
+    assert!(created);
+    let private = ctx
+        .get("/api/v1/events?search=members", Some(&owner.access))
+        .await;
+    let private = private.body["data"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        ctx.post_empty(
+            &format!("/api/v1/events/{private}/publish"),
+            Some(&owner.access)
+        )
+        .await
+        .status,
+        200
+    );
+    // Theirs: a published event and a draft.
+    published(&ctx, &other, "B live").await;
+    event(&ctx, &other, json!({"title": "B draft", "startsAt": at(4)})).await;
+
+    let of = |org: &str| format!("/api/v1/events?organizationId={org}&sort=title,asc");
+    let titles = |body: &Value| {
+        body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["title"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+
+    // Without the filter an organizer sees everyone's public events besides their own.
+    let unfiltered = ctx
+        .get("/api/v1/events?sort=title,asc", Some(&owner.access))
+        .await;
+    assert!(
+        titles(&unfiltered.body).contains(&"B live".to_string()),
+        "{}",
+        unfiltered.body
+    );
+
+    // The organization's own members: every status, and nothing of anyone else.
+    for member in [&owner, &moderator] {
+        let r = ctx.get(&of(&org), Some(&member.access)).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(
+            titles(&r.body),
+            vec!["A cancelled", "A draft", "A live", "Members only"]
+        );
+        assert_eq!(r.body["totalElements"], 4);
+    }
+    // With the other filters, and paged like every list.
+    let drafts = ctx
+        .get(&format!("{}&status=DRAFT", of(&org)), Some(&owner.access))
+        .await;
+    assert_eq!(titles(&drafts.body), vec!["A draft"]);
+    let first = ctx
+        .get(&format!("{}&size=3", of(&org)), Some(&owner.access))
+        .await;
+    assert_eq!(
+        titles(&first.body),
+        vec!["A cancelled", "A draft", "A live"]
+    );
+    assert_eq!(
+        (
+            first.body["totalElements"].as_u64(),
+            first.body["hasNext"].as_bool()
+        ),
+        (Some(4), Some(true))
+    );
+    let second = ctx
+        .get(&format!("{}&size=3&page=1", of(&org)), Some(&owner.access))
+        .await;
+    assert_eq!(titles(&second.body), vec!["Members only"]);
+    assert_eq!(second.body["hasNext"], false);
+
+    // Another organization's member: only what anyone may see of ours; all of their own.
+    assert_eq!(
+        titles(&ctx.get(&of(&org), Some(&other.access)).await.body),
+        vec!["A live"]
+    );
+    assert_eq!(
+        titles(&ctx.get(&of(&other_org), Some(&other.access)).await.body),
+        vec!["B draft", "B live"]
+    );
+    assert_eq!(
+        titles(&ctx.get(&of(&other_org), Some(&owner.access)).await.body),
+        vec!["B live"]
+    );
+    // A visitor without a token, and a participant outside the group.
+    assert_eq!(titles(&ctx.get(&of(&org), None).await.body), vec!["A live"]);
+    assert_eq!(
+        titles(&ctx.get(&of(&org), Some(&participant.access)).await.body),
+        vec!["A live"]
+    );
+    // Joining the group opens its events, under the filter too.
+    let code = ctx
+        .post_empty(
+            &format!("/api/v1/groups/{group_id}/invite"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(code.status, 201, "{}", code.body);
+    let joined = ctx
+        .post_empty(
+            &format!(
+                "/api/v1/groups/join/{}",
+                code.body["inviteCode"].as_str().unwrap()
+            ),
+            Some(&participant.access),
+        )
+        .await;
+    assert_eq!(joined.status, 200, "{}", joined.body);
+    let opened = eventually(10, || async {
+        titles(&ctx.get(&of(&org), Some(&participant.access)).await.body)
+            == vec!["A live", "Members only"]
+    })
+    .await;
+    assert!(opened, "group.member.added opens the members' event");
+
+    // An organization nobody knows: an empty page.
+    let nobody = ctx
+        .get(&of(&uuid::Uuid::now_v7().to_string()), Some(&owner.access))
+        .await;
+    assert_eq!(nobody.status, 200, "{}", nobody.body);
+    assert_eq!(nobody.body["totalElements"], 0);
+
+    // Refusals: not a uuid, and a token that is not one.
+    for bad in ["42", "not-a-uuid"] {
+        let r = ctx
+            .get(
+                &format!("/api/v1/events?organizationId={bad}"),
+                Some(&owner.access),
+            )
+            .await;
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+        assert_eq!(r.body["code"], "validation_error", "{bad}: {}", r.body);
+        assert!(
+            r.body["details"]["organizationId"].is_string(),
+            "{bad}: {}",
+            r.body
+        );
+    }
+    assert_eq!(ctx.get(&of(&org), Some("not-a-token")).await.status, 401);
+}
+
 fn urlencode(s: &str) -> String {
     s.replace('+', "%2B").replace(':', "%3A")
 }

@@ -999,6 +999,139 @@ async fn waiting_list_hands_a_freed_seat_down_the_queue() {
 }
 
 #[tokio::test]
+async fn the_caller_reads_their_own_open_waiting_list_entries() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (stranger, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 1})).await;
+    let waitlist = format!("/api/v1/events/{event}/waitlist");
+    let (_, a_token) = participant();
+    let (_, b_token) = participant();
+    let (_, c_token) = participant();
+    let ra = register(
+        &ctx,
+        &a_token,
+        &event,
+        &ticket_type,
+        &Uuid::new_v4().to_string(),
+    )
+    .await;
+    assert_eq!(ra.status, 201, "{}", ra.body);
+
+    // Not on the list: 404.
+    let before = ctx.get(&waitlist, Some(&b_token)).await;
+    assert_eq!(
+        (before.status, before.body["code"].as_str()),
+        (404, Some("not_found")),
+        "{}",
+        before.body
+    );
+    let jb = ctx
+        .post(
+            &waitlist,
+            Some(&b_token),
+            json!({"ticketTypeId": ticket_type}),
+        )
+        .await;
+    assert_eq!(jb.status, 201, "{}", jb.body);
+    ctx.clock.advance(Duration::seconds(1));
+    // Someone whose token is for another organization waits too.
+    let js = ctx
+        .post(
+            &waitlist,
+            Some(&stranger.access),
+            json!({"ticketTypeId": ticket_type}),
+        )
+        .await;
+    assert_eq!(js.status, 201, "{}", js.body);
+
+    // The caller's entry, as joining answered it.
+    let mine = ctx.get(&waitlist, Some(&b_token)).await;
+    assert_eq!(mine.status, 200, "{}", mine.body);
+    assert_eq!(mine.body.as_array().map(Vec::len), Some(1), "{}", mine.body);
+    assert_eq!(mine.body[0], jb.body);
+    assert_eq!(mine.body[0]["status"], "WAITING");
+    assert_eq!(mine.body[0]["eventId"], event.as_str());
+    assert_eq!(mine.body[0]["ticketTypeId"], ticket_type.as_str());
+    assert!(mine.body[0]["createdAt"].is_string(), "{}", mine.body);
+    assert!(mine.body[0]["expiresAt"].is_null(), "{}", mine.body);
+    // Only one's own entry, whatever organization the token is for.
+    let theirs = ctx.get(&waitlist, Some(&stranger.access)).await;
+    assert_eq!(theirs.status, 200, "{}", theirs.body);
+    assert_eq!(
+        theirs.body.as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        theirs.body
+    );
+    assert_eq!(theirs.body[0]["id"], js.body["id"]);
+    // The event's organizer sees the event, but nobody's entries here; nor does someone who
+    // waits on nothing.
+    let organizer = ctx.get(&waitlist, Some(&owner.access)).await;
+    assert_eq!(organizer.status, 404, "{}", organizer.body);
+    assert_eq!(ctx.get(&waitlist, Some(&c_token)).await.status, 404);
+
+    // Refusals: no token, a token that is not one, an id that is not one, an unknown event.
+    let anonymous = ctx.get(&waitlist, None).await;
+    assert_eq!(
+        (anonymous.status, anonymous.body["code"].as_str()),
+        (401, Some("unauthorized")),
+        "{}",
+        anonymous.body
+    );
+    assert_eq!(ctx.get(&waitlist, Some("not-a-token")).await.status, 401);
+    let bad = ctx
+        .get("/api/v1/events/not-an-id/waitlist", Some(&b_token))
+        .await;
+    assert_eq!(
+        (bad.status, bad.body["code"].as_str()),
+        (400, Some("validation_error")),
+        "{}",
+        bad.body
+    );
+    let unknown = ctx
+        .get(
+            &format!("/api/v1/events/{}/waitlist", Uuid::now_v7()),
+            Some(&b_token),
+        )
+        .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+
+    // A's seat frees: it is held for B, who reads until when.
+    assert_eq!(
+        ctx.delete(
+            &format!("/api/v1/registrations/{}", ra.body["id"].as_str().unwrap()),
+            Some(&a_token)
+        )
+        .await
+        .status,
+        204
+    );
+    let offered = ctx.get(&waitlist, Some(&b_token)).await;
+    assert_eq!(offered.status, 200, "{}", offered.body);
+    assert_eq!(offered.body[0]["status"], "NOTIFIED", "{}", offered.body);
+    assert!(
+        offered.body[0]["notifiedAt"].is_string() && offered.body[0]["expiresAt"].is_string(),
+        "{}",
+        offered.body
+    );
+    assert_eq!(
+        ctx.get(&waitlist, Some(&stranger.access)).await.body[0]["status"],
+        "WAITING"
+    );
+
+    // Leaving closes the entry: nothing open is left to read, and the seat goes on.
+    assert_eq!(ctx.delete(&waitlist, Some(&b_token)).await.status, 204);
+    let left = ctx.get(&waitlist, Some(&b_token)).await;
+    assert_eq!(left.status, 404, "{}", left.body);
+    assert_eq!(
+        ctx.get(&waitlist, Some(&stranger.access)).await.body[0]["status"],
+        "NOTIFIED"
+    );
+}
+
+#[tokio::test]
 async fn reminders_go_out_once_a_day_before() {
     let ctx = Ctx::new().await;
     let admin = ctx.admin().await;

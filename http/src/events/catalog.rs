@@ -30,6 +30,9 @@ pub struct EventQuery {
     pub status: Option<EventStatus>,
     /// Only this organizer's events.
     pub organizer_id: Option<Uuid>,
+    /// Only this organization's events: every status for a token of that organization, what
+    /// the caller may see anyway (published public events, their groups' ones) for anyone else.
+    pub organization_id: Option<Uuid>,
     /// Only events starting at or after (ISO 8601).
     pub starts_after: Option<DateTime<Utc>>,
     /// Words to find in title or description (Russian and English).
@@ -88,9 +91,12 @@ async fn require_cover(state: &AppState, tenant: TenantId, cover: Uuid) -> Resul
 }
 
 /// Events the caller may see: organizers their tenant's, everyone published public ones,
-/// group members their groups' ones.
+/// group members their groups' ones. `organizationId` keeps one organization's events (its
+/// own members see every status; the visibility rules are the same for everyone else).
+/// Public: no token needed; a token that is not valid is refused.
 #[utoipa::path(get, path = "/api/v1/events", tag = "events", params(PageParams, EventQuery),
-    responses((status = 200, description = "a page of EventDto"), (status = 400, body = crate::error::ErrorBody)))]
+    responses((status = 200, description = "a page of EventDto"), (status = 400, body = crate::error::ErrorBody),
+        (status = 401, body = crate::error::ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -106,6 +112,7 @@ pub async fn list(
     let filter = EventFilter {
         status: query.status,
         organizer_id: query.organizer_id,
+        organization_id: query.organization_id,
         starts_after: query.starts_after,
         search: query.search,
     };

@@ -66,7 +66,9 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/payments/webhook", post(payments::webhook))
         .route(
             "/api/v1/events/{id}/waitlist",
-            post(waitlist::join).delete(waitlist::leave),
+            get(waitlist::mine)
+                .post(waitlist::join)
+                .delete(waitlist::leave),
         )
 }
 
@@ -86,7 +88,7 @@ pub fn self_idempotent_routes() -> Router<AppState> {
         catalog::unpublish, catalog::cancel, catalog::complete,
         ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
         registrations::create, registrations::list, registrations::mine, registrations::get, registrations::cancel,
-        registrations::check_in, registrations::check_in_by_code, waitlist::join, waitlist::leave,
+        registrations::check_in, registrations::check_in_by_code, waitlist::mine, waitlist::join, waitlist::leave,
         payments::webhook, payments::mark_paid,
     ),
     tags(

@@ -1,4 +1,4 @@
-//! Joining and leaving the waiting list of a sold-out ticket type.
+//! Joining, reading and leaving the waiting list of a sold-out ticket type.
 
 use super::dto::WaitlistEntryDto;
 use crate::context::Caller;
@@ -55,6 +55,28 @@ pub async fn join(
     )
     .await?;
     Ok((StatusCode::CREATED, Json(entry.into())))
+}
+
+/// The caller's open entries on the event's waiting lists: WAITING, or NOTIFIED with a seat
+/// held until `expiresAt`; at most one per ticket type, oldest first. 404 when the caller
+/// waits on none of them, or cannot see the event.
+#[utoipa::path(get, path = "/api/v1/events/{id}/waitlist", tag = "registrations",
+    responses((status = 200, body = [WaitlistEntryDto]), (status = 400, body = crate::error::ErrorBody),
+        (status = 401, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn mine(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(event_id): Path<Uuid>,
+) -> Result<Json<Vec<WaitlistEntryDto>>, ApiError> {
+    let user = caller.require_user()?;
+    catalog::get(&state.db, caller.scope(), event_id).await?;
+    let entries = waitlist::open_of(&state.db, user, event_id).await?;
+    if entries.is_empty() {
+        return Err(ApiError::not_found());
+    }
+    Ok(Json(
+        entries.into_iter().map(WaitlistEntryDto::from).collect(),
+    ))
 }
 
 /// Leaves the event's waiting lists; a seat held for the caller goes to the next person.

@@ -259,6 +259,9 @@ pub struct EventFilter {
     pub status: Option<EventStatus>,
     /// Only events of this organizer.
     pub organizer_id: Option<Uuid>,
+    /// Only events of this organization (tenant). The visibility rules still apply: its own
+    /// members see every status, anyone else what they could see anyway.
+    pub organization_id: Option<Uuid>,
     /// Only events starting at or after.
     pub starts_after: Option<DateTime<Utc>>,
     /// Full-text search over title and description (Russian and English).
@@ -279,8 +282,13 @@ pub async fn list(
         .as_deref()
         .map(str::trim)
         .filter(|s| !s.is_empty());
-    let params: [&(dyn ToSql + Sync); 4] =
-        [&status, &filter.organizer_id, &filter.starts_after, &search];
+    let params: [&(dyn ToSql + Sync); 5] = [
+        &status,
+        &filter.organizer_id,
+        &filter.starts_after,
+        &search,
+        &filter.organization_id,
+    ];
     let found = page::fetch(
         &tx,
         COLUMNS,
@@ -288,7 +296,8 @@ pub async fn list(
            AND ($1::text IS NULL OR status = $1)
            AND ($2::uuid IS NULL OR organizer_id = $2)
            AND ($3::timestamptz IS NULL OR starts_at >= $3)
-           AND ($4::text IS NULL OR search @@ (plainto_tsquery('russian', $4) || plainto_tsquery('english', $4)))",
+           AND ($4::text IS NULL OR search @@ (plainto_tsquery('russian', $4) || plainto_tsquery('english', $4)))
+           AND ($5::uuid IS NULL OR tenant_id = $5)",
         &params,
         request,
         "id",

@@ -356,3 +356,22 @@ pub async fn mine(db: &Database, user: UserId, event: Uuid) -> Result<Vec<Entry>
     tx.commit().await?;
     Ok(rows.iter().map(from_row).collect())
 }
+
+/// The user's open entries for an event (WAITING, or NOTIFIED with a seat held until
+/// `expires_at`): at most one per ticket type, oldest first. Read in the user's own scope, so
+/// only their entries are visible whatever organization the token is for.
+pub async fn open_of(db: &Database, user: UserId, event: Uuid) -> Result<Vec<Entry>> {
+    let tx = db.begin(Scope::user(user)).await?;
+    let rows = tx
+        .query(
+            &format!(
+                "SELECT {COLUMNS} FROM event_service.waiting_list
+                 WHERE event_id = $1 AND user_id = $2 AND status IN ('WAITING', 'NOTIFIED')
+                 ORDER BY created_at, id"
+            ),
+            &[&event, &user.as_uuid()],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(rows.iter().map(from_row).collect())
+}

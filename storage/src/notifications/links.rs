@@ -94,3 +94,16 @@ pub async fn chat_of(db: &Database, user: UserId) -> Result<Option<i64>> {
     tx.commit().await?;
     Ok(row.map(|r| r.get(0)))
 }
+
+/// When `user`'s chat was linked, if one is.
+pub async fn linked_at(db: &Database, user: UserId) -> Result<Option<DateTime<Utc>>> {
+    let tx = db.begin(Scope::system()).await?;
+    let row = tx
+        .query_opt(
+            "SELECT linked_at FROM notification_service.chats WHERE user_id = $1",
+            &[&user.as_uuid()],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(row.map(|r| r.get(0)))
+}

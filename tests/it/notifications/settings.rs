@@ -259,3 +259,69 @@ async fn a_deep_link_binds_one_chat_once_before_it_expires() {
         401
     );
 }
+
+#[tokio::test]
+async fn the_link_state_tells_whether_a_chat_is_bound_and_since_when() {
+    use domain::clock::Clock;
+    use storage::notifications::links::{self, Redeemed};
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (ann, bob) = (ctx.user().await, ctx.user().await);
+    // A token for an organization reads its user's own state like any other.
+    let (organizer, _) = ctx.owner(&admin).await;
+    let path = "/api/v1/notifications/link";
+    let unlinked = json!({"linked": false, "linkedAt": null});
+    for who in [&ann, &bob, &organizer] {
+        let r = ctx.get(path, Some(&who.access)).await;
+        assert_eq!((r.status, r.body.clone()), (200, unlinked.clone()));
+    }
+
+    // Ann opens her link in chat 42.
+    let now = ctx.clock.now();
+    let token = super::link_token(&ctx, &ann).await;
+    let ann_id = domain::ids::UserId(ann.user_id.parse().unwrap());
+    assert_eq!(
+        links::redeem(&ctx.t.db, &token, 42, now).await.unwrap(),
+        Redeemed::Linked(ann_id)
+    );
+    let r = ctx.get(path, Some(&ann.access)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["linked"], true, "{}", r.body);
+    let at: chrono::DateTime<chrono::Utc> = r.body["linkedAt"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", r.body))
+        .parse()
+        .unwrap();
+    assert_eq!((at - now).num_milliseconds(), 0, "{at} vs {now}");
+    assert_eq!(
+        ctx.get(path, Some(&bob.access)).await.body,
+        unlinked,
+        "per user"
+    );
+    assert_eq!(ctx.get(path, Some(&organizer.access)).await.body, unlinked);
+
+    // Bob's link opened in the same chat moves it to him: Ann is not linked any more.
+    ctx.clock.advance(chrono::Duration::minutes(1));
+    let token = super::link_token(&ctx, &bob).await;
+    let bob_id = domain::ids::UserId(bob.user_id.parse().unwrap());
+    assert_eq!(
+        links::redeem(&ctx.t.db, &token, 42, ctx.clock.now())
+            .await
+            .unwrap(),
+        Redeemed::Linked(bob_id)
+    );
+    assert_eq!(ctx.get(path, Some(&ann.access)).await.body, unlinked);
+    let r = ctx.get(path, Some(&bob.access)).await;
+    assert_eq!(r.body["linked"], true, "{}", r.body);
+    assert!(r.body["linkedAt"].is_string(), "{}", r.body);
+
+    // Refusals: no token, a token that is not one.
+    let anonymous = ctx.get(path, None).await;
+    assert_eq!(
+        (anonymous.status, anonymous.body["code"].as_str()),
+        (401, Some("unauthorized")),
+        "{}",
+        anonymous.body
+    );
+    assert_eq!(ctx.get(path, Some("not-a-token")).await.status, 401);
+}

@@ -161,6 +161,8 @@ export default {
   'notif.link': 'Get the link to the bot',
   'notif.open': 'Open Telegram',
   'notif.expires': 'The link works once, until {time}.',
+  'notif.linked': 'Chat linked on {time}.',
+  'notif.notLinked': 'No chat linked yet.',
   'notif.prefs': 'Settings',
   'notif.kinds': 'Send me',
   'notif.reminders': 'reminders a day before the start',

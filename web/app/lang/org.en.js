@@ -36,7 +36,6 @@ export default {
   'org.newOrg': 'A new organization',
   'org.newOrgHelp': 'To hold your own events, send a request; a platform administrator reviews it.',
   'org.noEvents': 'No events.',
-  'org.eventsPartial': 'Not every event is shown: the list is too long. Choose a status.',
   'org.eventsFound.one': '{n} event',
   'org.eventsFound.other': '{n} events',
   'role.OWNER': 'Owner',

@@ -36,7 +36,6 @@ export default {
   'org.newOrg': 'Новая организация',
   'org.newOrgHelp': 'Чтобы проводить свои события, подайте заявку — её рассмотрит администратор платформы.',
   'org.noEvents': 'Событий нет.',
-  'org.eventsPartial': 'Показаны не все события: список слишком длинный. Уточните статус.',
   'org.eventsFound.one': '{n} событие',
   'org.eventsFound.few': '{n} события',
   'org.eventsFound.many': '{n} событий',

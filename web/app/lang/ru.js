@@ -165,6 +165,8 @@ export default {
   'notif.link': 'Получить ссылку на бота',
   'notif.open': 'Открыть Telegram',
   'notif.expires': 'Ссылка одноразовая и действует до {time}.',
+  'notif.linked': 'Чат привязан {time}.',
+  'notif.notLinked': 'Чат ещё не привязан.',
   'notif.prefs': 'Настройки',
   'notif.kinds': 'Присылать',
   'notif.reminders': 'напоминания за сутки до начала',

@@ -2,7 +2,7 @@
 //   GET  /api/v1/events/by-slug/{slug}            the event (same body as /events/{id})
 //   GET  /api/v1/events/{id}/ticket-types         every 10 s while the page is visible
 //   POST /api/v1/events/{id}/registrations        X-Idempotency-Key, one per click intent
-//   POST|DELETE /api/v1/events/{id}/waitlist      when a type is sold out
+//   GET|POST|DELETE /api/v1/events/{id}/waitlist  the caller's entries; when a type is sold out
 //   GET  /api/v1/media/{coverImageId}/url         the cover (signed-in visitors only)
 //   POST /api/v1/analytics/track                  page.view and registration.started
 import { api, isRetryable, postIdempotent } from '../api.js';
@@ -14,7 +14,6 @@ import { endIntent, intent } from '../intent.js';
 import { ACTIVE, myRegistrations, rememberEvent } from '../registrations.js';
 import * as session from '../session.js';
 import { sourceOf, track } from '../track.js';
-import { isWaiting, joined, left } from '../waitlist.js';
 
 const REFRESH_MS = 10_000;
 
@@ -53,6 +52,7 @@ export default async function eventPage({ root, params, query, signal }) {
   const mine = h('div', { class: 'mine' });
   const refreshNote = h('p', { class: 'hint' }, t('event.live'));
   let myReg = null;
+  let waiting = new Map(); // ticket type id → the caller's open waiting-list entry
 
   // ---- What a ticket type offers right now ----
   function offer(type) {
@@ -65,8 +65,10 @@ export default async function eventPage({ root, params, query, signal }) {
     if (type.salesEnd && Date.parse(type.salesEnd) <= now) return { kind: 'text', text: t('type.salesEnded') };
     if (myReg) return { kind: 'text', text: myReg.ticketTypeId === type.id ? t('type.yours') : t('type.registeredOther') };
     if (!session.signedIn()) return { kind: 'signin', text: t(type.available > 0 ? 'event.signInToRegister' : 'event.signInToWait') };
-    if (type.available > 0) return { kind: 'register' };
-    return { kind: isWaiting(event.id, type.id) ? 'leave' : 'join' };
+    const w = waiting.get(type.id);
+    // A seat offered from the waiting list is held for the caller until expiresAt.
+    if (type.available > 0 || (w?.status === 'NOTIFIED' && Date.parse(w.expiresAt) > now)) return { kind: 'register' };
+    return { kind: w ? 'leave' : 'join' };
   }
 
   function action(card, o) {
@@ -159,6 +161,13 @@ export default async function eventPage({ root, params, query, signal }) {
     showMine();
   }
 
+  async function loadWaiting() {
+    if (!session.signedIn()) return;
+    const entries = await api.get(`/events/${event.id}/waitlist`, { signal })
+      .catch((e) => { if (e.status === 404) return []; throw e; });
+    waiting = new Map(entries.map((w) => [w.ticketTypeId, w]));
+  }
+
   const refresh = loadTypes; // showTypes also re-decides every offer
 
   // ---- Actions ----
@@ -213,25 +222,16 @@ export default async function eventPage({ root, params, query, signal }) {
       card.busy = false;
       card.kind = null;
     }
+    // The server says which lists the caller is on now (also after a 409 or a 404).
+    await loadWaiting().catch(() => {});
     await refresh().catch(() => cards.forEach((c) => updateCard(c, c.type)));
   }
 
-  const joinWaitlist = (card) => waitlistCall(card, async () => {
-    try {
-      await api.post(`/events/${event.id}/waitlist`, { ticketTypeId: card.type.id });
-    } catch (e) {
-      // 409: already on this list (or registered, which the page shows after a refresh).
-      if (e.status === 409) joined(event.id, card.type.id);
-      throw e;
-    }
-    joined(event.id, card.type.id);
-  }, t('waitlist.joined'));
+  const joinWaitlist = (card) => waitlistCall(card,
+    () => api.post(`/events/${event.id}/waitlist`, { ticketTypeId: card.type.id }), t('waitlist.joined'));
 
   // The API leaves every list of the event at once.
-  const leaveWaitlist = (card) => waitlistCall(card, async () => {
-    await api.del(`/events/${event.id}/waitlist`);
-    left(event.id);
-  }, t('waitlist.left'));
+  const leaveWaitlist = (card) => waitlistCall(card, () => api.del(`/events/${event.id}/waitlist`), t('waitlist.left'));
 
   // ---- The page ----
   const notice = { CANCELLED: 'event.cancelled', COMPLETED: 'event.completed', DRAFT: 'event.draft' }[event.status];
@@ -250,6 +250,7 @@ export default async function eventPage({ root, params, query, signal }) {
   await Promise.all([
     loadTypes().catch((e) => { if (e.name !== 'AbortError') list.replaceChildren(h('li', {}, e.message)); }),
     loadMine().catch(() => {}),
+    loadWaiting().catch(() => {}),
   ]);
   cards.forEach((card) => updateCard(card, card.type));
   showMine();

@@ -1,4 +1,5 @@
 // "/me/notifications": linking the Telegram chat and the notification settings.
+//   GET  /api/v1/notifications/link          → {linked, linkedAt}: is a chat bound (again when the tab shows)
 //   POST /api/v1/notifications/link          → {url, expiresAt}: the bot's one-time deep link
 //   GET|PUT /api/v1/notifications/preferences {reminders, changes, waitingList, receipts, language}
 import { api } from '../api.js';
@@ -9,7 +10,19 @@ import { t } from '../i18n.js';
 
 const KINDS = ['reminders', 'changes', 'waitingList', 'receipts'];
 
-function telegram() {
+// Whether a chat is bound: read on arrival and when the tab shows again (back from Telegram).
+function linkState(signal) {
+  const el = h('p', { class: 'notice', role: 'status', hidden: true });
+  const check = async () => {
+    const s = await api.get('/notifications/link', { signal }).catch(() => null);
+    if (!s) return;
+    el.textContent = s.linked ? t('notif.linked', { time: dateTime(s.linkedAt) }) : t('notif.notLinked');
+    el.hidden = false;
+  };
+  return { el, check };
+}
+
+function telegram(state) {
   const out = h('div', { class: 'link-out' });
   const el = form(async () => {
     const link = await api.post('/notifications/link');
@@ -20,7 +33,7 @@ function telegram() {
   }, submitButton(t('notif.link')));
   return h('section', { 'aria-labelledby': 'tg-title' },
     h('h2', { id: 'tg-title' }, t('notif.telegram')),
-    h('p', {}, t('notif.telegramHelp')), el, out);
+    state, h('p', {}, t('notif.telegramHelp')), el, out);
 }
 
 function preferences(prefs) {
@@ -41,6 +54,10 @@ function preferences(prefs) {
 
 export default async function notifications({ root, signal }) {
   setTitle(t('notif.title'));
-  const prefs = await api.get('/notifications/preferences', { signal });
-  root.replaceChildren(h('h1', {}, t('notif.title')), telegram(), preferences(prefs));
+  const state = linkState(signal);
+  const [prefs] = await Promise.all([api.get('/notifications/preferences', { signal }), state.check()]);
+  root.replaceChildren(h('h1', {}, t('notif.title')), telegram(state.el), preferences(prefs));
+  const onShow = () => { if (!document.hidden) state.check(); };
+  document.addEventListener('visibilitychange', onShow);
+  return () => document.removeEventListener('visibilitychange', onShow);
 }

@@ -1,6 +1,6 @@
 // "/org/events": the organization's events of every status, with the life-cycle buttons each
 // one allows now, and the form to create one.
-//   GET  /api/v1/events?status&sort&page&size      (kept when tenantId is the token's)
+//   GET  /api/v1/events?organizationId={tenantId}&status&sort&page&size
 //   POST /api/v1/events/{id}/publish|unpublish|complete|cancel
 //   GET  /api/v1/organizations/{tenantId}/groups   (for private events)
 //   POST /api/v1/events                            (X-Idempotency-Key)
@@ -42,32 +42,27 @@ export default async function eventsPage({ root, query, signal }) {
   if (!needOrg(root, t('org.events'))) return;
   let status = STATUSES.includes(query.get('status')) ? query.get('status') : 'all';
   let page = 0;
-  let all = [];
+  let found = null; // the page the server answered
   const results = h('div', { class: 'results', 'aria-busy': 'true' }, spinner());
 
   function draw() {
-    const totalPages = Math.ceil(all.length / SIZE);
-    page = Math.min(page, Math.max(0, totalPages - 1));
-    const shown = all.slice(page * SIZE, (page + 1) * SIZE);
-    const replace = (old, next) => { all = all.map((e) => (e.id === old.id ? next : e)); };
+    const replace = (old, next) => { found.data = found.data.map((e) => (e.id === old.id ? next : e)); };
     fill(results,
-      h('p', { class: 'count' }, tn('org.eventsFound', all.length)),
-      shown.length ? h('ul', { class: 'cards' }, shown.map((e) => row(e, replace))) : h('p', {}, t('org.noEvents')),
-      pager({ page, totalPages, hasNext: page + 1 < totalPages, hasPrevious: page > 0 }, (p) => {
+      h('p', { class: 'count' }, tn('org.eventsFound', found.totalElements)),
+      found.data.length ? h('ul', { class: 'cards' }, found.data.map((e) => row(e, replace))) : h('p', {}, t('org.noEvents')),
+      pager(found, (p) => {
         page = p;
-        draw();
-        results.querySelector('.count').focus();
+        load().then(() => results.querySelector('.count').focus())
+          .catch((err) => { if (err.name !== 'AbortError') announce(err.message, 'error'); });
       }));
     results.querySelector('.count').tabIndex = -1;
   }
 
   async function load() {
     results.setAttribute('aria-busy', 'true');
-    const found = await orgEvents({ status: status === 'all' ? null : status, signal });
-    all = found.events;
+    found = await orgEvents({ status: status === 'all' ? null : status, page, size: SIZE, signal });
     results.removeAttribute('aria-busy');
     draw();
-    if (found.partial) results.prepend(h('p', { class: 'hint' }, t('org.eventsPartial')));
   }
 
   const filter = h('form', { class: 'filters', 'aria-label': t('org.filter') },
@@ -80,7 +75,7 @@ export default async function eventsPage({ root, query, signal }) {
     status = filter.elements.status.value;
     page = 0;
     history.replaceState(null, '', status === 'all' ? '/org/events' : `/org/events?status=${status}`);
-    load().then(() => announce(tn('org.eventsFound', all.length)))
+    load().then(() => announce(tn('org.eventsFound', found.totalElements)))
       .catch((err) => { if (err.name !== 'AbortError') announce(err.message, 'error'); });
   });
 

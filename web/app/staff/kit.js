@@ -40,21 +40,14 @@ export async function switchTo(orgId) {
 
 // ---- The organization's events ------------------------------------------
 
-// GET /events shows an organizer their organization's events of every status, and the
-// public published events of everyone else too; the list has no organization filter, so
-// the pages are read (100 at a time, at most `pages` of them) and kept when they are ours.
-export async function orgEvents({ status, startsAfter, sort = 'startsAt,desc', signal, pages = 10 } = {}) {
-  const mine = tenantId();
-  const events = [];
-  for (let p = 0; p < pages; p++) {
-    const q = new URLSearchParams({ page: p, size: 100, sort });
-    if (status) q.set('status', status);
-    if (startsAfter) q.set('startsAfter', startsAfter);
-    const page = await api.get(`/events?${q}`, { signal });
-    events.push(...page.data.filter((e) => e.tenantId === mine));
-    if (!page.hasNext) return { events, partial: false };
-  }
-  return { events, partial: true };
+// One page of the organization's events: GET /events?organizationId= shows the members of
+// the token's organization its events of every status (and only those), paged like every
+// list: {data, page, totalPages, totalElements, hasNext, hasPrevious}.
+export function orgEvents({ status, startsAfter, sort = 'startsAt,desc', page = 0, size = 20, signal } = {}) {
+  const q = new URLSearchParams({ organizationId: tenantId(), page, size, sort });
+  if (status) q.set('status', status);
+  if (startsAfter) q.set('startsAfter', startsAfter);
+  return api.get(`/events?${q}`, { signal });
 }
 
 // Which life-cycle actions an event offers now (domain/src/events/lifecycle.rs): a draft is
