@@ -99,7 +99,7 @@ await organizer.audit('org-event');
 // ---- A participant finds it, registers and sees the QR code ----
 const participant = await open();
 const p = participant.page;
-await signIn(p, BASE, PARTICIPANT_EMAIL, PASSWORD);
+// First as a visitor: the catalogue finds it, the event page shows the cover and the types.
 await p.goto(`${BASE}/`);
 await p.getByLabel('Title or description').fill(TITLE);
 await p.getByLabel('Title or description').press('Enter');
@@ -107,6 +107,15 @@ await p.getByRole('link', { name: TITLE }).click();
 await p.waitForURL(`${BASE}/e/${SLUG}`);
 await p.getByRole('heading', { name: TITLE }).waitFor();
 result.participantSeesTypes = await p.getByText('Balcony').count() > 0 && await p.getByText('Stalls').count() > 0;
+await p.waitForFunction(() => {
+  const img = document.querySelector('img.cover');
+  return img && !img.hidden && img.complete && img.naturalWidth > 0;
+});
+result.visitorCoverWidth = await p.locator('img.cover').evaluate((img) => img.naturalWidth);
+await participant.audit('visitor-event');
+await signIn(p, BASE, PARTICIPANT_EMAIL, PASSWORD);
+await p.goto(`${BASE}/e/${SLUG}`);
+await p.getByRole('heading', { name: TITLE }).waitFor();
 await p.getByRole('button', { name: 'Register' }).first().click();
 await waitText(p, /You are registered/);
 await participant.audit('participant-registered');

@@ -209,6 +209,10 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
     assert_eq!(result["offSale"], 0, "both types on sale: {result}");
     assert!(result["coverWidth"].as_u64().unwrap() > 0, "{result}");
     assert_eq!(result["participantSeesTypes"], true, "{result}");
+    assert!(
+        result["visitorCoverWidth"].as_u64().unwrap() > 0,
+        "a visitor sees the cover: {result}"
+    );
     assert_eq!(result["door"], "ACCEPTED");
     assert_eq!(result["dashboard"]["registrations"], "1", "{result}");
     assert_eq!(result["dashboard"]["checkedIn"], "1", "{result}");

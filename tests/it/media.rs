@@ -420,6 +420,32 @@ async fn cleanup_removes_exactly_the_unattached_old_files(ctx: &Ctx) {
         })
         .await
     );
+    // A visitor without a token gets a link to the cover (the event page shows it), never to
+    // a file nothing points at, and a bad variant is still refused by name.
+    let cover_link = ctx
+        .get(
+            &format!("/api/v1/media/{cover_id}/url?variant=MEDIUM"),
+            None,
+        )
+        .await;
+    assert_eq!(cover_link.status, 200, "{}", cover_link.body);
+    assert!(cover_link.body["url"].as_str().unwrap().starts_with("http"));
+    let stray_link = ctx
+        .get(&format!("/api/v1/media/{stray_id}/url"), None)
+        .await;
+    assert_eq!(stray_link.status, 404, "{}", stray_link.body);
+    let bad = ctx
+        .get(&format!("/api/v1/media/{cover_id}/url?variant=HUGE"), None)
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(bad.body["details"]["variant"].is_string());
+    assert_eq!(
+        ctx.get(&format!("/api/v1/media/{cover_id}"), None)
+            .await
+            .status,
+        401,
+        "the file's record still needs a token"
+    );
 
     // A day and an hour later, a fresh unattached upload.
     ctx.clock.advance(Duration::hours(25));

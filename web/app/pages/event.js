@@ -3,7 +3,7 @@
 //   GET  /api/v1/events/{id}/ticket-types         every 10 s while the page is visible
 //   POST /api/v1/events/{id}/registrations        X-Idempotency-Key, one per click intent
 //   GET|POST|DELETE /api/v1/events/{id}/waitlist  the caller's entries; when a type is sold out
-//   GET  /api/v1/media/{coverImageId}/url         the cover (signed-in visitors only)
+//   GET  /api/v1/media/{coverImageId}/url         the cover (public for attached files)
 //   POST /api/v1/analytics/track                  page.view and registration.started
 import { api, isRetryable, postIdempotent } from '../api.js';
 import { announce, badge, h, hidden, setTitle } from '../dom.js';
@@ -30,8 +30,7 @@ function place(event) {
 
 function cover(event) {
   const img = h('img', { class: 'cover', alt: '', hidden: true });
-  // Media links need a token today, so anonymous visitors see no cover.
-  if (event.coverImageId && session.signedIn()) {
+  if (event.coverImageId) {
     const url = (variant) => api.get(`/media/${event.coverImageId}/url${variant}`);
     url('?variant=LARGE').catch(() => url(''))
       .then(({ url: src }) => {
