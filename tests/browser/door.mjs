@@ -1,6 +1,7 @@
 // The door in Debian's chromium, driven by tests/it/browser.rs: the organizer signs in, acts
 // for the organization, opens the event's door page on a phone-sized screen and checks a
-// ticket in by its typed code (ACCEPTED), then the same code again (REFUSED: already used).
+// ticket in by its typed code (ACCEPTED), then the same code again (REFUSED: already used),
+// then a ticket of another event (REFUSED, naming that event).
 // Pages are screenshotted into ARTIFACTS and checked by axe-core; the last line is JSON.
 import { open, signIn } from './harness.mjs';
 
@@ -32,6 +33,12 @@ for (const [attempt, expected] of [['first', 'ACCEPTED'], ['again', 'REFUSED']])
   await audit(`door-${attempt}`);
 }
 result.already = await page.getByText('This ticket has already been used to enter.').count();
+// A ticket of the organization's other event, typed at this door.
+await code.fill(process.env.OTHER_CODE);
+await page.getByRole('button', { name: 'Check', exact: true }).click();
+await page.getByText(/This ticket is for another event: “Other hall”/).first().waitFor();
+result.outcomes.push('OTHER_EVENT');
+await audit('door-other-event');
 
 await browser.close();
 console.log(JSON.stringify(result));

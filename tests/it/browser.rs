@@ -119,6 +119,24 @@ async fn the_door_accepts_a_typed_code_once_on_a_phone() {
     .await;
     assert_eq!(registered.status, 201, "{}", registered.body);
     let code = registered.body["confirmationCode"].as_str().unwrap();
+    let (other_event, _) = crate::web::published_with_slug(&ctx, &owner, "Other hall").await;
+    let other_types = ctx
+        .get(&format!("/api/v1/events/{other_event}/ticket-types"), None)
+        .await;
+    let other_list = other_types.body.get("data").unwrap_or(&other_types.body);
+    let other = crate::support::send(
+        reqwest::Client::new()
+            .post(format!(
+                "{}/api/v1/events/{other_event}/registrations",
+                ctx.base
+            ))
+            .bearer_auth(&participant.access)
+            .header("X-Idempotency-Key", uuid::Uuid::new_v4().to_string())
+            .json(&json!({"ticketTypeId": other_list[0]["id"]})),
+    )
+    .await;
+    assert_eq!(other.status, 201, "{}", other.body);
+    let other_code = other.body["confirmationCode"].as_str().unwrap();
 
     let (result, _) = run(
         "door",
@@ -126,6 +144,7 @@ async fn the_door_accepts_a_typed_code_once_on_a_phone() {
             ("BASE", &ctx.base),
             ("EVENT", &event),
             ("CODE", code),
+            ("OTHER_CODE", other_code),
             ("EMAIL", &owner.email),
             ("PASSWORD", PASSWORD),
         ],
@@ -137,7 +156,10 @@ async fn the_door_accepts_a_typed_code_once_on_a_phone() {
         json!([]),
         "no serious or critical axe violation"
     );
-    assert_eq!(result["outcomes"], json!(["ACCEPTED", "REFUSED"]));
+    assert_eq!(
+        result["outcomes"],
+        json!(["ACCEPTED", "REFUSED", "OTHER_EVENT"])
+    );
     assert!(result["already"].as_u64().unwrap() >= 1, "{result}");
     let id = registered.body["id"].as_str().unwrap();
     let after = ctx

@@ -1229,3 +1229,68 @@ async fn idle_actors_stop_and_start_again_on_the_next_request() {
     assert_eq!(ctx.ticketing().running().await, 1);
     assert_eq!(audit(&ctx, &ticket_type).await, (2, 0, 2, 0));
 }
+
+#[tokio::test]
+async fn the_door_tells_a_ticket_of_another_event_from_an_unknown_code() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (stranger, _) = ctx.owner(&admin).await;
+    let (hall_a, _) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 5})).await;
+    let (hall_b, free_b) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 5})).await;
+    let (elsewhere, _) = setup(&ctx, &stranger, json!({"name": "Free", "quantity": 5})).await;
+    let (_, token) = participant();
+    let r = register(&ctx, &token, &hall_b, &free_b, &Uuid::new_v4().to_string()).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let code = r.body["confirmationCode"].as_str().unwrap().to_string();
+    let title_b = ctx
+        .get(&format!("/api/v1/events/{hall_b}"), Some(&owner.access))
+        .await
+        .body["title"]
+        .clone();
+
+    let at = |event: String, token: String, code: String| {
+        let ctx = &ctx;
+        async move {
+            ctx.post(
+                &format!("/api/v1/events/{event}/check-in"),
+                Some(&token),
+                json!({"confirmationCode": code}),
+            )
+            .await
+        }
+    };
+    // Typed at hall A's door: refused, naming hall B, and nothing changes.
+    let wrong_door = at(hall_a.clone(), owner.access.clone(), code.to_lowercase()).await;
+    assert_eq!(wrong_door.status, 422, "{}", wrong_door.body);
+    assert_eq!(wrong_door.body["code"], "business_rule_violation");
+    assert_eq!(
+        wrong_door.body["message"],
+        "This ticket is for another event"
+    );
+    assert_eq!(wrong_door.body["details"]["eventId"], hall_b.as_str());
+    assert_eq!(wrong_door.body["details"]["eventTitle"], title_b);
+    let id = r.body["id"].as_str().unwrap();
+    let still = ctx
+        .get(&format!("/api/v1/registrations/{id}"), Some(&owner.access))
+        .await;
+    assert_eq!(still.body["status"], "CONFIRMED");
+    // Another organization's door learns nothing of it: an unknown code.
+    let other_org = at(elsewhere, stranger.access.clone(), code.clone()).await;
+    assert_eq!(other_org.status, 404, "{}", other_org.body);
+    assert!(
+        other_org.body.get("details").is_none(),
+        "{}",
+        other_org.body
+    );
+    // A code no event has is unknown; the right door accepts the ticket.
+    assert_eq!(
+        at(hall_a, owner.access.clone(), "ZZZZZZZZ".into())
+            .await
+            .status,
+        404
+    );
+    let right = at(hall_b, owner.access.clone(), code).await;
+    assert_eq!(right.status, 200, "{}", right.body);
+    assert_eq!(right.body["status"], "CHECKED_IN");
+}

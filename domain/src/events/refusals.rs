@@ -62,6 +62,10 @@ refusals! {
         AlreadyCheckedIn => (Conflict,
             "Участник уже отмечен на входе",
             "The participant has already checked in"),
+        /// A code typed at one event's door that belongs to another event of the organization.
+        TicketOfAnotherEvent => (BusinessRule,
+            "Это билет на другое событие",
+            "This ticket is for another event"),
         /// Checking in a registration that is not confirmed.
         CheckInNotConfirmed => (BusinessRule,
             "Отметить можно только подтверждённую регистрацию",

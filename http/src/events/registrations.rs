@@ -14,8 +14,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use domain::error::ErrorCode;
+use domain::error::Refusal;
 use domain::events::lifecycle::ParticipantsVisibility;
-use domain::events::refusals::EventFieldText;
+use domain::events::refusals::{EventFieldText, EventRefusal};
 use domain::events::registrations::{CheckInMethod, RegistrationStatus, typed_code};
 use domain::identity::rules;
 use domain::paging::Page;
@@ -337,7 +338,9 @@ pub async fn check_in(
     Ok(Json(RegistrationDto::full(r)))
 }
 
-/// Checks a participant in by the confirmation code, for door staff typing it.
+/// Checks a participant in by the confirmation code, for door staff typing it. A code of
+/// another event of the organization is 422 with that event's `eventId` and `eventTitle` in
+/// `details`; a code of no event of the organization is 404.
 #[utoipa::path(post, path = "/api/v1/events/{id}/check-in", tag = "registrations", request_body = CodeCheckInRequest,
     responses((status = 200, body = RegistrationDto), (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody),
         (status = 422, body = crate::error::ErrorBody)))]
@@ -353,9 +356,26 @@ pub async fn check_in_by_code(
     let method = body.method.unwrap_or(CheckInMethod::Manual);
     let target = CheckInTarget::Code {
         event: event_id,
-        code,
+        code: code.clone(),
     };
-    let r = registrations::check_in(&state.db, tenant, staff, target, method, state.clock.now())
-        .await?;
-    Ok(Json(RegistrationDto::full(r)))
+    match registrations::check_in(&state.db, tenant, staff, target, method, state.clock.now()).await
+    {
+        Ok(r) => Ok(Json(RegistrationDto::full(r))),
+        // Door staff must tell "not a ticket" from "a ticket for the other hall".
+        Err(storage::Error::Refused(refusal)) if refusal.code == ErrorCode::NotFound => {
+            match registrations::other_event_of_code(&state.db, tenant, staff, event_id, &code)
+                .await?
+            {
+                Some((other, title)) => {
+                    let mut error =
+                        ApiError::from(Refusal::from(EventRefusal::TicketOfAnotherEvent));
+                    error.details =
+                        Some(serde_json::json!({"eventId": other, "eventTitle": title}));
+                    Err(error)
+                }
+                None => Err(ApiError::not_found()),
+            }
+        }
+        Err(other) => Err(other.into()),
+    }
 }

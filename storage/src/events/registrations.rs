@@ -556,6 +556,29 @@ pub async fn check_in(
     Ok(changed)
 }
 
+/// The event (id and title) of another event's registration with `code`, in the staff's
+/// organization: what the door tells when a code is not one of its event's.
+pub async fn other_event_of_code(
+    db: &Database,
+    tenant: TenantId,
+    staff: UserId,
+    event: Uuid,
+    code: &str,
+) -> Result<Option<(Uuid, String)>> {
+    let tx = db.begin(Scope::tenant(tenant, Some(staff))).await?;
+    let row = tx
+        .query_opt(
+            "SELECT e.id, e.title FROM event_service.registrations r
+             JOIN event_service.events e ON e.id = r.event_id
+             WHERE r.confirmation_code = $1 AND r.event_id <> $2 AND e.tenant_id = $3
+             ORDER BY e.starts_at DESC LIMIT 1",
+            &[&code.trim().to_uppercase(), &event, &tenant.as_uuid()],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(row.map(|r| (r.get(0), r.get(1))))
+}
+
 /// Seats counted on a ticket type against the registrations that hold them: (sold, reserved,
 /// sold rows, reserved rows). They must always agree.
 pub async fn seat_audit(db: &Database, ticket_type: Uuid) -> Result<(i32, i32, i64, i64)> {

@@ -30,6 +30,7 @@ export const isCode = (code) => /^[A-Z0-9]{8}$/.test(code);
 // (no connection, overload): that is not a refusal, the person must be checked again.
 export function refusal(e) {
   if (e.status === 409 || e.code === 'conflict') return t('door.why.already');
+  if (e.code === 'business_rule_violation' && e.details?.eventId) return t('door.why.otherEvent', { title: e.details.eventTitle });
   if (e.code === 'business_rule_violation') return t('door.why.notConfirmed');
   if (e.status === 404) return t('door.why.unknown');
   if (e.code === 'validation_error') return t('door.why.format');
