@@ -388,3 +388,64 @@ async fn a_visitor_signs_in_with_telegram_and_a_forged_pass_is_refused() {
         .collect();
     assert_eq!(users, [("4242".to_string(), "Анна".to_string())]);
 }
+
+#[tokio::test]
+async fn a_participant_registers_with_the_keyboard_alone() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
+    let title = format!("Keys and strings {suffix}");
+    let (_, slug) = crate::web::published_with_slug(&ctx, &owner, &title).await;
+    let participant = ctx.user().await;
+
+    let (result, _) = run(
+        "keyboard",
+        &[
+            ("BASE", &ctx.base),
+            ("SLUG", &slug),
+            ("TITLE", &title),
+            ("EMAIL", &participant.email),
+            ("PASSWORD", PASSWORD),
+        ],
+    )
+    .await;
+    assert_eq!(result["errors"], json!([]), "no script error");
+    assert_eq!(
+        result["violations"],
+        json!([]),
+        "no serious or critical axe violation"
+    );
+    assert_eq!(
+        result["unmarked"],
+        json!([]),
+        "every focused element shows it"
+    );
+    assert_eq!(
+        result["afterSkip"], "app",
+        "the skip link moves the focus to the content"
+    );
+    assert_eq!(result["focusOnArrival"], "H1", "{result}");
+    assert_eq!(
+        result["steps"],
+        json!([
+            "skip link",
+            "search",
+            "the event",
+            "sign in",
+            "email",
+            "password",
+            "register",
+            "registered"
+        ])
+    );
+    let mine = ctx
+        .get("/api/v1/registrations", Some(&participant.access))
+        .await;
+    assert_eq!(
+        mine.body["data"].as_array().unwrap().len(),
+        1,
+        "{}",
+        mine.body
+    );
+}

@@ -143,8 +143,9 @@ async function render() {
   }
   if (controller.signal.aborted) return;
   // After a navigation, focus goes to the new page's heading so a screen reader starts
-  // there; on the first load the browser's own start is right.
-  if (!first) {
+  // there; on the first load the browser's own start is right. A page may finish loading
+  // after the visitor has already moved into it: then the focus stays where they put it.
+  if (!first && !root.contains(document.activeElement)) {
     const heading = root.querySelector('h1');
     if (heading) {
       heading.tabIndex = -1;
