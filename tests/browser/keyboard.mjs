@@ -38,6 +38,8 @@ await page.getByLabel('Title or description').waitFor();
 // The first Tab is the skip link; it jumps past the header.
 await tabTo('skip link', (f) => f.text === 'Skip to content', 1);
 await page.keyboard.press('Enter');
+// Still there a moment later: the jump is within the page, which is not drawn again.
+await page.waitForTimeout(500);
 result.afterSkip = await page.evaluate(() => document.activeElement?.id);
 await tabTo('search', (f) => f.text === 'Title or description');
 await page.keyboard.type(TITLE);

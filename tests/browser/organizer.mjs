@@ -106,7 +106,9 @@ await p.getByLabel('Title or description').press('Enter');
 await p.getByRole('link', { name: TITLE }).click();
 await p.waitForURL(`${BASE}/e/${SLUG}`);
 await p.getByRole('heading', { name: TITLE }).waitFor();
-result.participantSeesTypes = await p.getByText('Balcony').count() > 0 && await p.getByText('Stalls').count() > 0;
+await p.getByRole('heading', { name: 'Balcony' }).waitFor();
+await p.getByRole('heading', { name: 'Stalls' }).waitFor();
+result.participantSeesTypes = true;
 await p.waitForFunction(() => {
   const img = document.querySelector('img.cover');
   return img && !img.hidden && img.complete && img.naturalWidth > 0;

@@ -107,7 +107,12 @@ function errorView(root, err) {
     h('p', {}, h('a', { href: '/' }, t('error.toCatalogue'))));
 }
 
+// The address drawn last: a change of its #fragment alone (the skip link, an in-page anchor,
+// Back over one) is the browser's to scroll, not a new page.
+let drawn = null;
+
 async function render() {
+  drawn = location.pathname + location.search;
   current.controller?.abort();
   current.cleanup?.();
   const controller = new AbortController();
@@ -167,7 +172,11 @@ document.addEventListener('click', (e) => {
   if (a.pathname + a.search !== location.pathname + location.search) navigate(a.pathname + a.search + a.hash);
 });
 
-window.addEventListener('popstate', () => { renderHeader(); render(); });
+window.addEventListener('popstate', () => {
+  if (location.pathname + location.search === drawn) return;
+  renderHeader();
+  render();
+});
 window.addEventListener('bilet:navigate', () => { renderHeader(); render(); });
 window.addEventListener('bilet:session', renderHeader);
 
