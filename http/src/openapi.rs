@@ -45,9 +45,9 @@ pub fn document() -> utoipa::openapi::OpenApi {
 }
 
 /// The sorts each list takes, from the whitelist its handler resolves `sort` against.
-fn sort_whitelists() -> [(&'static str, &'static domain::paging::SortWhitelist); 10] {
+fn sort_whitelists() -> [(&'static str, &'static domain::paging::SortWhitelist); 11] {
     use storage::events::{catalog, registrations};
-    use storage::identity::{groups, members, organizations, requests};
+    use storage::identity::{groups, invites, members, organizations, requests};
     [
         ("/api/v1/events", &catalog::SORT),
         ("/api/v1/events/{id}/registrations", &registrations::SORT),
@@ -60,6 +60,7 @@ fn sort_whitelists() -> [(&'static str, &'static domain::paging::SortWhitelist);
         ("/api/v1/organizations", &organizations::SORT),
         ("/api/v1/organizations/{id}/members", &members::SORT),
         ("/api/v1/organizations/{id}/groups", &groups::SORT),
+        ("/api/v1/organizations/{id}/invites", &invites::SORT),
         ("/api/v1/groups/{id}/members", &groups::MEMBER_SORT),
         (
             "/api/v1/notifications/templates",

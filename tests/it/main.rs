@@ -22,6 +22,7 @@ mod media;
 mod node;
 mod notifications;
 mod outbox;
+mod registrations_export;
 mod scenario;
 mod support;
 mod tenancy;

@@ -5,6 +5,7 @@ pub mod dto;
 pub mod owner;
 pub mod payments;
 pub mod registrations;
+pub mod registrations_export;
 pub mod ticket_types;
 pub mod waitlist;
 
@@ -45,6 +46,10 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/api/v1/events/{id}/registrations",
             get(registrations::list),
+        )
+        .route(
+            "/api/v1/events/{id}/registrations/export",
+            get(registrations_export::export),
         )
         .route(
             "/api/v1/events/{id}/check-in",
@@ -88,7 +93,8 @@ pub fn self_idempotent_routes() -> Router<AppState> {
         catalog::unpublish, catalog::cancel, catalog::complete,
         ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
         registrations::create, registrations::list, registrations::mine, registrations::get, registrations::cancel,
-        registrations::check_in, registrations::check_in_by_code, waitlist::mine, waitlist::join, waitlist::leave,
+        registrations::check_in, registrations::check_in_by_code, registrations_export::export,
+        waitlist::mine, waitlist::join, waitlist::leave,
         payments::webhook, payments::mark_paid,
     ),
     tags(

@@ -12,7 +12,7 @@ pub mod users;
 use crate::error::ApiError;
 use crate::state::AppState;
 use axum::Router;
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use domain::ids::TenantId;
 use domain::roles::Role;
 use dto::AuthResponse;
@@ -82,6 +82,14 @@ pub fn routes() -> Router<AppState> {
             post(organizations::invite),
         )
         .route(
+            "/api/v1/organizations/{id}/invites",
+            get(organizations::pending_invites),
+        )
+        .route(
+            "/api/v1/organizations/{id}/invites/{invite_id}",
+            delete(organizations::withdraw_invite),
+        )
+        .route(
             "/api/v1/organizations/{id}/members/{user_id}",
             put(organizations::change_role).delete(organizations::remove_member),
         )
@@ -112,10 +120,12 @@ pub fn routes() -> Router<AppState> {
         requests::submit, requests::list, requests::get, requests::approve, requests::reject,
         organizations::list, organizations::create, organizations::get, organizations::update,
         organizations::delete, organizations::switch, organizations::members, organizations::invite,
+        organizations::pending_invites, organizations::withdraw_invite,
         organizations::change_role, organizations::remove_member, organizations::join,
         groups::list, groups::create, groups::get, groups::update, groups::delete, groups::invite,
         groups::members, groups::join,
     ),
+    components(schemas(organizations::PendingInviteDto)),
     tags(
         (name = "auth", description = "Sign-in, registration, tokens"),
         (name = "users", description = "The signed-in user"),

@@ -11,13 +11,17 @@ use crate::paging::PageParams;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
 use domain::ids::{TenantId, UserId};
 use domain::media::attachable::Holder;
 use domain::paging::Page;
 use domain::roles::Role;
 use domain::validation::{FieldError, FieldErrors};
+use serde::Serialize;
+use storage::identity::invites::PendingInvite;
 use storage::identity::organizations::{self, OrganizationChange};
 use storage::identity::{invites, members, sessions};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// The caller's organizations.
@@ -241,6 +245,77 @@ pub async fn invite(
             &state.config.messenger.bot_username,
         )),
     ))
+}
+
+/// An invite that still works: not used, not expired, not withdrawn.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingInviteDto {
+    /// Id.
+    pub id: Uuid,
+    /// The organization.
+    pub organization_id: Uuid,
+    /// The code.
+    pub invite_code: String,
+    /// `https://t.me/<bot>?start=<code>`, as the invite's creation answered it.
+    pub deep_link: String,
+    /// The role it grants.
+    pub role: Role,
+    /// Messenger username it is meant for.
+    pub messenger_username: Option<String>,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Expiry (7 days after creation).
+    pub expires_at: DateTime<Utc>,
+}
+
+impl PendingInviteDto {
+    /// The invite with a link to `bot`.
+    pub fn new(p: PendingInvite, bot: &str) -> Self {
+        let i = p.invite;
+        PendingInviteDto {
+            id: i.id,
+            organization_id: i.organization_id.as_uuid(),
+            deep_link: super::dto::deep_link(bot, &i.code),
+            invite_code: i.code,
+            role: i.role,
+            messenger_username: i.messenger_username,
+            created_at: p.created_at,
+            expires_at: i.expires_at,
+        }
+    }
+}
+
+/// The organization's pending invites (unused and unexpired), newest first by default; for the
+/// roles that create invites (OWNER or MODERATOR).
+#[utoipa::path(get, path = "/api/v1/organizations/{id}/invites", tag = "organizations", params(PageParams),
+    responses((status = 200, description = "a page of PendingInviteDto"), (status = 400, body = crate::error::ErrorBody),
+        (status = 401, body = crate::error::ErrorBody), (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn pending_invites(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    paging: PageParams,
+) -> Result<Json<Page<PendingInviteDto>>, ApiError> {
+    let user = caller.require_user()?;
+    let page = paging.resolve(&invites::SORT)?;
+    let found = invites::pending(&state.db, TenantId(id), user, state.clock.now(), &page).await?;
+    let bot = &state.config.messenger.bot_username;
+    Ok(Json(found.map(|p| PendingInviteDto::new(p, bot))))
+}
+
+/// Withdraws an unused invite (OWNER or MODERATOR): its code no longer lets anyone join.
+#[utoipa::path(delete, path = "/api/v1/organizations/{id}/invites/{invite_id}", tag = "organizations",
+    responses((status = 204), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody),
+        (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn withdraw_invite(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, invite)): Path<(Uuid, Uuid)>,
+) -> Result<StatusCode, ApiError> {
+    let user = caller.require_user()?;
+    invites::withdraw(&state.db, TenantId(id), user, invite).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Changes a member's role (OWNER).

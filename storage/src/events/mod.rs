@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod consumers;
 pub mod payments;
 pub mod registrations;
+pub mod registrations_export;
 pub mod seats;
 pub mod ticket_types;
 pub mod waitlist;

@@ -1,9 +1,10 @@
 //! Organization invites: a code valid 7 days, used once, that makes its holder a member with
-//! the invite's role.
+//! the invite's role. Those who may create invites may also list the pending ones (unused,
+//! unexpired) and withdraw one.
 
 use super::organizations::{Organization, require_role};
 use super::{publish, random_code};
-use crate::db::{Database, Scope};
+use crate::db::{Database, Scope, page};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
 use domain::contract::DomainEvent;
@@ -13,11 +14,31 @@ use domain::identity::limits;
 use domain::identity::members::may_invite_as;
 use domain::identity::refusals::IdentityRefusal;
 use domain::ids::{TenantId, UserId};
+use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
 use domain::roles::Role;
+use tokio_postgres::Row;
 use uuid::Uuid;
 
 /// Length of an organization invite code.
 pub const CODE_LEN: usize = 16;
+
+/// The roles that create invites, and so also list and withdraw the pending ones.
+pub const INVITERS: &[Role] = &[Role::Owner, Role::Moderator];
+
+/// Sortable fields of the pending invite list.
+pub const SORT: SortWhitelist = SortWhitelist {
+    fields: &[
+        SortField {
+            api: "createdAt",
+            column: "i.created_at",
+        },
+        SortField {
+            api: "expiresAt",
+            column: "i.expires_at",
+        },
+    ],
+    default: ("createdAt", SortDir::Desc),
+};
 
 /// An invite just created.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,7 +67,7 @@ pub async fn create(
     now: DateTime<Utc>,
 ) -> Result<Invite> {
     let client = db.client().await?;
-    require_role(&client, org, caller, &[Role::Owner, Role::Moderator]).await?;
+    require_role(&client, org, caller, INVITERS).await?;
     may_invite_as(role)?;
     let invite = Invite {
         id: Uuid::now_v7(),
@@ -74,6 +95,73 @@ pub async fn create(
         )
         .await?;
     Ok(invite)
+}
+
+/// An invite not used yet, with its creation time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingInvite {
+    /// The invite.
+    pub invite: Invite,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+}
+
+fn pending_from_row(row: &Row) -> PendingInvite {
+    let role: String = row.get(3);
+    PendingInvite {
+        invite: Invite {
+            id: row.get(0),
+            organization_id: TenantId(row.get(1)),
+            code: row.get(2),
+            role: role.parse().unwrap_or(Role::Moderator),
+            messenger_username: row.get(4),
+            expires_at: row.get(5),
+        },
+        created_at: row.get(6),
+    }
+}
+
+/// The organization's invites that still work at `now` (not used, not expired), for those who
+/// may create invites.
+pub async fn pending(
+    db: &Database,
+    org: TenantId,
+    caller: UserId,
+    now: DateTime<Utc>,
+    request: &PageRequest,
+) -> Result<Page<PendingInvite>> {
+    let client = db.client().await?;
+    require_role(&client, org, caller, INVITERS).await?;
+    Ok(page::fetch(
+        &client,
+        "i.id, i.organization_id, i.invite_code, i.role, i.messenger_username, i.expires_at, i.created_at",
+        "FROM user_service.organization_invites i
+         WHERE i.organization_id = $1 AND i.used_at IS NULL AND i.expires_at > $2",
+        &[&org.as_uuid(), &now],
+        request,
+        "i.id",
+        pending_from_row,
+    )
+    .await?)
+}
+
+/// Withdraws an unused invite of the organization: its code stops working at once. 404 for an
+/// unknown invite, another organization's, or one already used.
+pub async fn withdraw(db: &Database, org: TenantId, caller: UserId, invite: Uuid) -> Result<()> {
+    let client = db.client().await?;
+    require_role(&client, org, caller, INVITERS).await?;
+    // A join holds the row (FOR UPDATE) until it commits; the delete then sees it used.
+    let removed = client
+        .execute(
+            "DELETE FROM user_service.organization_invites
+             WHERE id = $1 AND organization_id = $2 AND used_at IS NULL",
+            &[&invite, &org.as_uuid()],
+        )
+        .await?;
+    if removed == 0 {
+        return Err(Refusal::not_found().into());
+    }
+    Ok(())
 }
 
 /// Accepts an invite: the user becomes a member with its role.

@@ -8,6 +8,7 @@
 //   GET    /api/v1/events/{id}/ticket-types?size=100
 //   POST   /api/v1/events/{id}/ticket-types,  PUT|DELETE /api/v1/events/{id}/ticket-types/{typeId}
 //   GET    /api/v1/events/{id}/registrations?status&ticketTypeId&page&size&sort
+//   GET    /api/v1/events/{id}/registrations/export?status&ticketTypeId   CSV of every one, saved from a Blob
 //   POST   /api/v1/registrations/{id}/check-in, /registrations/{id}/mark-paid,  DELETE /registrations/{id}
 //   POST   /api/v1/analytics/export {eventId, organizationId, dateFrom, dateTo, format}
 import { api } from '../api.js';
@@ -312,6 +313,30 @@ export default async function orgEvent({ root, params, signal }) {
   });
   const failed = (e) => { if (e.name !== 'AbortError') announce(e.message, 'error'); };
 
+  // Every registration the filter shown selects (not only this page), as CSV.
+  const regDownload = h('button', {
+    type: 'button',
+    'aria-describedby': 'reg-download-hint',
+    onclick: async (e) => {
+      const button = e.currentTarget;
+      const q = new URLSearchParams();
+      if (regFilter.status) q.set('status', regFilter.status);
+      if (regFilter.ticketTypeId) q.set('ticketTypeId', regFilter.ticketTypeId);
+      const query = String(q);
+      button.disabled = true;
+      try {
+        announce(t('export.preparing'));
+        await download(`/events/${event.id}/registrations/export${query ? `?${query}` : ''}`, null,
+          `bilet-registrations-${event.id}.csv`);
+        announce(t('export.done'));
+      } catch (err) {
+        announce(err.message, 'error');
+      } finally {
+        button.disabled = false;
+      }
+    },
+  }, t('reg.download'));
+
   async function regAction(call, message) {
     try {
       await call();
@@ -424,7 +449,9 @@ export default async function orgEvent({ root, params, signal }) {
       h('h2', { id: 'tt-title' }, t('tt.title')), typesBox, typeEditor,
       h('section', { class: 'card', 'aria-labelledby': 'tt-new-title' }, h('h3', { id: 'tt-new-title' }, t('tt.new')), newType)),
     h('section', { 'aria-labelledby': 'reg-title' },
-      h('h2', { id: 'reg-title' }, t('reg.title')), regForm, regBox),
+      h('h2', { id: 'reg-title' }, t('reg.title')), regForm,
+      h('div', { class: 'actions' }, regDownload, h('p', { class: 'hint', id: 'reg-download-hint' }, t('reg.downloadHint'))),
+      regBox),
     h('section', { 'aria-labelledby': 'export-title' },
       h('h2', { id: 'export-title' }, t('export.title')), h('p', { class: 'hint' }, t('export.what')), exportForm));
   typesBox.replaceChildren(spinner());

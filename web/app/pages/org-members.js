@@ -4,6 +4,8 @@
 //   GET    /api/v1/organizations/{id}/members?page&size&sort=joinedAt,asc
 //   DELETE /api/v1/organizations/{id}/members/{userId}       the owner removes; anyone leaves
 //   POST   /api/v1/organizations/{id}/invite {role: MODERATOR, messengerUsername?}
+//   GET    /api/v1/organizations/{id}/invites?page&size&sort=createdAt,desc   the pending ones
+//   DELETE /api/v1/organizations/{id}/invites/{inviteId}    withdraw one
 //   GET    /api/v1/organizations/{id}/groups?page&size,  POST (create) {name, description}
 //   PUT|DELETE /api/v1/groups/{id},  POST /api/v1/groups/{id}/invite,  GET /api/v1/groups/{id}/members
 // A role cannot be changed here: an organization has one OWNER, and invites and members are
@@ -77,19 +79,65 @@ export default async function orgMembers({ root, signal }) {
       pager(page, (p) => { memberPage = p; loadMembers().then(() => members.querySelector('.count').focus()).catch(failed); }));
   }
 
-  // ---- Invites ----
-  const invites = h('ul', { class: 'cards' }, h('li', { class: 'hint empty' }, t('inv.noneYet')));
+  // ---- Invites: the pending ones (unused, unexpired), newest first ----
+  const invites = h('div', { class: 'results' }, spinner());
+  let invitePage = 0;
+
+  function inviteItem(inv) {
+    return h('li', { class: 'card', tabindex: '-1', 'data-invite': inv.id },
+      h('p', {}, inv.messengerUsername ? t('inv.for', { name: `@${inv.messengerUsername}` }) : t('inv.anyone'),
+        ' ', h('span', { class: 'hint' }, t('inv.createdAt', { date: dateTime(inv.createdAt) }))),
+      share(inv.inviteCode, inv.deepLink, inv.expiresAt),
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', class: 'danger', onclick: () => withdrawInvite(inv) },
+          t('inv.withdraw'), hiddenName(`: ${inv.inviteCode}`))));
+  }
+
+  async function loadInvites() {
+    const page = await api.get(`/organizations/${orgId}/invites?page=${invitePage}&size=20&sort=createdAt,desc`, { signal });
+    // The last invite of a later page withdrawn or used: show the page before.
+    if (!page.data.length && invitePage > 0) {
+      invitePage -= 1;
+      return loadInvites();
+    }
+    fill(invites,
+      h('p', { class: 'count', tabindex: '-1' }, tn('inv.found', page.totalElements)),
+      page.data.length ? h('ul', { class: 'cards' }, page.data.map(inviteItem)) : h('p', {}, t('inv.none')),
+      pager(page, (p) => { invitePage = p; loadInvites().then(() => invites.querySelector('.count').focus()).catch(failed); }));
+    return page;
+  }
+
+  async function withdrawInvite(inv) {
+    if (!window.confirm(t('inv.confirmWithdraw', { code: inv.inviteCode }))) return;
+    try {
+      await api.del(`/organizations/${orgId}/invites/${inv.id}`);
+      announce(t('inv.withdrawn'));
+    } catch (e) {
+      // 404: used or withdrawn meanwhile; the list below shows how things stand.
+      announce(e.message, 'error');
+    }
+    try {
+      await loadInvites();
+      invites.querySelector('.count')?.focus();
+    } catch (e) {
+      failed(e);
+    }
+  }
+
   const inviteForm = form(async (data) => {
     const username = data.messengerUsername.trim().replace(/^@/, '');
     const invite = await api.post(`/organizations/${orgId}/invite`, { role: 'MODERATOR', ...(username && { messengerUsername: username }) });
     inviteForm.reset();
-    const item = h('li', { class: 'card', tabindex: '-1' },
-      h('p', {}, username ? t('inv.for', { name: `@${username}` }) : t('inv.anyone')),
-      share(invite.inviteCode, invite.deepLink, invite.expiresAt));
-    invites.querySelector('.empty')?.remove();
-    invites.prepend(item);
     announce(t('inv.created'));
-    item.focus();
+    invitePage = 0;
+    try {
+      await loadInvites();
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      // The list could not be read: the new invite is shown alone, so its code is not lost.
+      fill(invites, h('ul', { class: 'cards' }, inviteItem({ ...invite, createdAt: new Date().toISOString() })));
+    }
+    (invites.querySelector(`[data-invite="${invite.id}"]`) || invites.querySelector('.count'))?.focus();
   },
   field('messengerUsername', t('inv.username'), { id: 'inv-username', hint: t('inv.usernameHint'), maxlength: 100, autocapitalize: 'none', spellcheck: 'false' }),
   submitButton(t('inv.create')));
@@ -207,7 +255,7 @@ export default async function orgMembers({ root, signal }) {
       h('h2', { id: 'inv-title' }, t('inv.title')),
       h('p', { class: 'hint' }, t('inv.help')),
       inviteForm,
-      h('h3', {}, t('inv.thisVisit')),
+      h('h3', {}, t('inv.pending')),
       invites),
     h('section', { 'aria-labelledby': 'grp-title' },
       h('h2', { id: 'grp-title' }, t('grp.title')),
@@ -216,6 +264,7 @@ export default async function orgMembers({ root, signal }) {
       h('section', { class: 'card', 'aria-labelledby': 'grp-new-title' }, h('h3', { id: 'grp-new-title' }, t('grp.new')), newGroup)));
   await Promise.all([
     loadMembers().catch((e) => { if (e.name !== 'AbortError') members.replaceChildren(h('p', {}, e.message)); }),
+    loadInvites().catch((e) => { if (e.name !== 'AbortError') invites.replaceChildren(h('p', {}, e.message)); }),
     loadGroups().catch((e) => { if (e.name !== 'AbortError') groups.replaceChildren(h('p', {}, e.message)); }),
   ]);
 }

@@ -216,13 +216,16 @@ export async function upload(file, signal) {
   return (await raw('POST', '/media/upload', { body, signal, headers: { Accept: 'application/json' } })).json();
 }
 
-// A file the API answers to a POST with JSON (exports): read as a Blob and saved through a
-// temporary link, since a plain link could not carry the bearer token.
+// A file the API answers (exports): to a POST with JSON `body`, or to a GET when `body` is
+// null; read as a Blob and saved through a temporary link, since a plain link could not carry
+// the bearer token.
 export async function download(path, body, fallbackName) {
-  const res = await raw('POST', path, {
-    body: JSON.stringify(body),
-    headers: { 'Content-Type': 'application/json' },
-  });
+  const res = body == null
+    ? await raw('GET', path)
+    : await raw('POST', path, {
+      body: JSON.stringify(body),
+      headers: { 'Content-Type': 'application/json' },
+    });
   const named = /filename="?([^";]+)"?/i.exec(res.headers.get('Content-Disposition') || '');
   const url = URL.createObjectURL(await res.blob());
   const a = h('a', { href: url, download: named ? named[1] : fallbackName, hidden: true });
