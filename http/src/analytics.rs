@@ -56,12 +56,26 @@ fn parts(state: &AppState) -> Result<&Analytics, ApiError> {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TrackRequest {
     /// `page.view` or `registration.started` (the others come from the services).
+    #[schema(value_type = ClientTrackType, inline)]
     pub event_type: String,
     /// The event looked at.
     pub event_id: Uuid,
     /// Details (source, ticketTypeId, visitorId…), at most 4 KB.
     #[schema(value_type = Option<Object>)]
     pub properties: Option<serde_json::Value>,
+}
+
+/// The event types clients may send to `/track`; the other `TrackType`s come from the
+/// services' own events. For the document only: the handler reads the name and refuses the rest
+/// with its own message.
+#[derive(utoipa::ToSchema)]
+pub enum ClientTrackType {
+    /// Someone looked at the event page.
+    #[schema(rename = "page.view")]
+    PageView,
+    /// Someone opened the registration form.
+    #[schema(rename = "registration.started")]
+    RegistrationStarted,
 }
 
 /// The answer to a tracked event.
@@ -390,4 +404,27 @@ pub async fn export(
         stream_body,
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod document_tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_track_types_are_the_ones_clients_may_send() {
+        let schema = serde_json::to_value(<ClientTrackType as utoipa::PartialSchema>::schema())
+            .expect("a schema serializes");
+        let documented: Vec<&str> = schema["enum"]
+            .as_array()
+            .expect("an enumeration")
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        let tracked: Vec<&str> = TrackType::ALL
+            .into_iter()
+            .filter(|t| t.client_tracked())
+            .map(TrackType::as_str)
+            .collect();
+        assert_eq!(documented, tracked);
+    }
 }

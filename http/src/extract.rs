@@ -81,10 +81,10 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             // JSON has one number type: `3.0` is the integer 3, as JSON Schema says too.
             // Such input is rare, so only then is the body read again with its whole floats
             // made integers; the common path reads the bytes once.
-            if message.starts_with("invalid type: floating point") {
-                if let Some(read) = with_whole_floats_as_integers(bytes) {
-                    return read;
-                }
+            if message.starts_with("invalid type: floating point")
+                && let Some(read) = with_whole_floats_as_integers(bytes)
+            {
+                return read;
             }
             let (field, field_error) = classify_data_error(&error.path().to_string(), &message);
             return Err(ApiError::validation(FieldErrors::single(

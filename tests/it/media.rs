@@ -201,7 +201,7 @@ async fn refused_uploads(ctx: &Ctx, user: &Session) {
 
     let r = upload(ctx, token, "other", &tiny_gif(), None).await;
     assert_eq!(r.status, 400, "{}", r.body);
-    assert_eq!(r.body["details"]["file"], "This field is required");
+    assert_eq!(r.body["details"]["other"], "Unknown field");
 
     let r = send(
         ctx.http

@@ -46,6 +46,11 @@ pub fn is_currency(code: &str) -> bool {
     code.len() == 3 && CURRENCIES.split(' ').any(|c| c == code)
 }
 
+/// Every code `is_currency` accepts, for the OpenAPI document's enumeration.
+pub fn currencies() -> impl Iterator<Item = &'static str> {
+    CURRENCIES.split(' ')
+}
+
 /// A time zone the tz database knows (`Europe/Moscow`, `UTC`): messages write the event's
 /// times on its clock, so a made-up zone would have no clock to write them on.
 pub fn is_time_zone(name: &str) -> bool {
@@ -174,6 +179,8 @@ mod tests {
     fn currencies_and_zones() {
         assert!(is_currency("RUB") && is_currency("EUR"));
         assert!(!is_currency("rub") && !is_currency("XXX") && !is_currency("RUBL"));
+        assert!(currencies().all(is_currency));
+        assert!(currencies().any(|c| c == "RUB"));
         assert!(
             is_time_zone("Europe/Moscow")
                 && is_time_zone("UTC")

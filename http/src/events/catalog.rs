@@ -36,6 +36,7 @@ pub struct EventQuery {
     /// Only events starting at or after (ISO 8601).
     pub starts_after: Option<DateTime<Utc>>,
     /// Words to find in title or description (Russian and English).
+    #[param(max_length = 200, pattern = r"^[^\x00]*$")]
     pub search: Option<String>,
 }
 
@@ -189,7 +190,8 @@ pub async fn get(
 
 /// An event the caller may see, by its slug (the web front's readable address).
 #[utoipa::path(get, path = "/api/v1/events/by-slug/{slug}", tag = "events",
-    params(("slug" = String, Path, description = "The event's slug")),
+    params(("slug" = String, Path, pattern = r"^(?!\.\.?$)[^\x00-\x1F\x7F/\\%]+$",
+        description = "The event's slug. Any path segment the gateway lets through is looked up: no control characters, `/`, `\\` or `%`, and not `.` or `..`; an unknown slug is 404.")),
     responses((status = 200, body = EventDto), (status = 404, body = crate::error::ErrorBody)))]
 pub async fn get_by_slug(
     State(state): State<AppState>,

@@ -13,28 +13,51 @@ use uuid::Uuid;
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateEventRequest {
-    /// Title, up to 255 characters.
+    /// Title: 1 to 255 characters once surrounding whitespace is trimmed, no NUL.
+    #[schema(
+        min_length = 1,
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000](?:[^\x00]{0,253}[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000])?[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub title: String,
-    /// Description.
+    /// Description: at most 20000 characters, no NUL.
     #[serde(default)]
+    #[schema(max_length = 20000, pattern = r"^[^\x00]*$")]
     pub description: String,
-    /// Slug; generated from the title (transliterated) when absent.
+    /// Slug: 3 to 80 lower-case Latin letters, digits and hyphens, not starting or ending with a
+    /// hyphen; generated from the title (transliterated) when absent.
+    #[schema(
+        min_length = 3,
+        max_length = 80,
+        pattern = r"^[a-z0-9][a-z0-9-]*[a-z0-9]$"
+    )]
     pub slug: Option<String>,
     /// Group for a private event.
     pub group_id: Option<Uuid>,
     /// CLOSED (default) or OPEN.
     pub participants_visibility: Option<ParticipantsVisibility>,
-    /// Start, ISO 8601.
+    /// Start, RFC 3339, not before 2000-01-01T00:00:00Z (the pattern also leaves out
+    /// 2000-01-01 written with a positive UTC offset).
+    #[schema(
+        pattern = r"^(?!2000-01-01[Tt][0-9:.]*\+(?!00:00$))[2-9][0-9]{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$"
+    )]
     pub starts_at: DateTime<Utc>,
-    /// End, ISO 8601.
+    /// End, RFC 3339; after the start.
     pub ends_at: Option<DateTime<Utc>>,
-    /// IANA time zone for display (default UTC).
+    /// Time zone for display (default UTC): a name of the IANA tz database, such as
+    /// `Europe/Moscow` or `UTC`, case as written there. The list is not enumerated here; the
+    /// pattern and length only narrow it, and another name is refused (400).
+    #[schema(max_length = 64, pattern = r"^[A-Za-z0-9/_+-]+$")]
     pub timezone: Option<String>,
     /// OFFLINE, ONLINE or HYBRID.
     pub location_type: Option<LocationType>,
-    /// Address.
+    /// Address: at most 500 characters, no NUL.
+    #[schema(max_length = 500, pattern = r"^[^\x00]*$")]
     pub location_address: Option<String>,
-    /// URL.
+    /// URL: `http://` or `https://` (lower case), no whitespace, at most 500 characters.
+    #[schema(
+        max_length = 500,
+        pattern = r"^https?://[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub location_url: Option<String>,
     /// Cover image (media file id).
     pub cover_image_id: Option<Uuid>,
@@ -47,9 +70,14 @@ pub struct CreateEventRequest {
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateEventRequest {
-    /// Title.
+    /// Title: 1 to 255 characters once surrounding whitespace is trimmed, no NUL.
+    #[schema(
+        min_length = 1,
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000](?:[^\x00]{0,253}[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000])?[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub title: Option<String>,
-    /// Description.
+    /// Description: at most 20000 characters, no NUL.
+    #[schema(max_length = 20000, pattern = r"^[^\x00]*$")]
     pub description: Option<String>,
     /// Group (null makes the event public).
     #[serde(default, deserialize_with = "crate::extract::nullable")]
@@ -57,25 +85,32 @@ pub struct UpdateEventRequest {
     pub group_id: Option<Option<Uuid>>,
     /// Participant visibility.
     pub participants_visibility: Option<ParticipantsVisibility>,
-    /// Start.
+    /// Start, RFC 3339, not before 2000-01-01T00:00:00Z (the pattern also leaves out
+    /// 2000-01-01 written with a positive UTC offset).
+    #[schema(
+        pattern = r"^(?!2000-01-01[Tt][0-9:.]*\+(?!00:00$))[2-9][0-9]{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$"
+    )]
     pub starts_at: Option<DateTime<Utc>>,
-    /// End.
+    /// End; after the start.
     #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<DateTime<Utc>>)]
     pub ends_at: Option<Option<DateTime<Utc>>>,
-    /// Time zone.
+    /// Time zone: a name of the IANA tz database, such as `Europe/Moscow` or `UTC`. The list
+    /// is not enumerated here; the pattern and length only narrow it, and another name is
+    /// refused (400).
+    #[schema(max_length = 64, pattern = r"^[A-Za-z0-9/_+-]+$")]
     pub timezone: Option<String>,
     /// Kind of place.
     #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<LocationType>)]
     pub location_type: Option<Option<LocationType>>,
-    /// Address.
+    /// Address: at most 500 characters, no NUL.
     #[serde(default, deserialize_with = "crate::extract::nullable")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 500, pattern = r"^[^\x00]*$")]
     pub location_address: Option<Option<String>>,
-    /// URL.
+    /// URL: `http://` or `https://` (lower case), no whitespace, at most 500 characters.
     #[serde(default, deserialize_with = "crate::extract::nullable")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 500, pattern = r"^https?://[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$")]
     pub location_url: Option<Option<String>>,
     /// Cover image.
     #[serde(default, deserialize_with = "crate::extract::nullable")]
@@ -164,31 +199,59 @@ impl From<Event> for EventDto {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateTicketTypeRequest {
-    /// Name.
+    /// Name: 1 to 255 characters once surrounding whitespace is trimmed, no NUL.
+    #[schema(
+        min_length = 1,
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000](?:[^\x00]{0,253}[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000])?[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub name: String,
-    /// Description.
+    /// Description: at most 5000 characters, no NUL.
     #[serde(default)]
+    #[schema(max_length = 5000, pattern = r"^[^\x00]*$")]
     pub description: String,
-    /// Price in the smallest currency unit (0: free).
+    /// Price in the smallest currency unit (0: free), at most 10^10.
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 10_000_000_000i64)]
     pub price_cents: i64,
     /// ISO 4217 code (default RUB).
+    #[schema(schema_with = currency_schema)]
     pub currency: Option<String>,
-    /// Seats.
+    /// Seats, 0 to 1000000 (never below the seats sold and reserved: 422).
+    #[schema(minimum = 0, maximum = 1_000_000)]
     pub quantity: i32,
-    /// Minutes a paid reservation is held; none: it waits for payment without a timer.
+    /// Minutes a paid reservation is held, 1 to 10080 (a week); none: it waits for payment
+    /// without a timer.
+    #[schema(minimum = 1, maximum = 10_080)]
     pub reservation_minutes: Option<i32>,
     /// Share paid upfront, 0–100 (default 100).
+    #[schema(minimum = 0, maximum = 100)]
     pub prepayment_percent: Option<i32>,
     /// Sales open.
     pub sales_start: Option<DateTime<Utc>>,
-    /// Sales close.
+    /// Sales close; after the opening when both are given.
     pub sales_end: Option<DateTime<Utc>>,
     /// Position in lists.
     #[serde(default)]
     pub sort_order: i32,
     /// On sale (default true).
     pub is_active: Option<bool>,
+}
+
+/// `currency` of a ticket type: the codes `domain::events::validation::is_currency` accepts.
+fn currency_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(
+            domain::events::validation::currencies()
+                .map(serde_json::Value::from)
+                .chain(std::iter::once(serde_json::Value::Null)),
+        ))
+        .description(Some(
+            "ISO 4217 code of an active currency (null or absent: RUB). The server also takes it \
+             in lower case or with surrounding whitespace.",
+        ))
+        .build()
 }
 
 /// A ticket type.
@@ -262,20 +325,32 @@ impl From<TicketType> for TicketTypeDto {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateRegistrationRequest {
-    /// The ticket type.
+    /// The ticket type (one of this event's: another is refused, 400).
     pub ticket_type_id: Uuid,
-    /// Contact email.
+    /// Contact email: one `@`, a dot inside the domain, at most 254 characters (the server also
+    /// takes surrounding whitespace and non-ASCII characters within 254 bytes).
+    #[schema(
+        max_length = 254,
+        pattern = r"^[!-?A-~]+@[!-\-/-?A-~][!-?A-~]*\.[!-?A-~]*[!-\-/-?A-~]$"
+    )]
     pub email: Option<String>,
-    /// First name; the profile's when empty or absent.
+    /// First name; the profile's when empty or absent. At most 100 characters, no control
+    /// characters.
     #[serde(default)]
+    #[schema(max_length = 100, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     pub first_name: String,
-    /// Last name; the profile's when empty or absent.
+    /// Last name; the profile's when empty or absent. At most 100 characters, no control
+    /// characters.
     #[serde(default)]
+    #[schema(max_length = 100, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     pub last_name: String,
-    /// Answers to the organizer's questions.
+    /// Answers to the organizer's questions: an object of at most 16 KB as JSON, without NUL
+    /// characters in its strings.
     #[schema(value_type = Option<Object>)]
     pub custom_fields: Option<serde_json::Value>,
-    /// Where the person came from (a short slug such as `vk`), counted by the dashboard.
+    /// Where the person came from (a short slug such as `vk`), counted by the dashboard: 1 to 64
+    /// lower-case Latin letters, digits, `-` or `_`.
+    #[schema(pattern = r"^[a-z0-9_-]{1,64}$")]
     pub source: Option<String>,
 }
 
@@ -376,7 +451,12 @@ pub struct CheckInRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CodeCheckInRequest {
-    /// The 8-character confirmation code.
+    /// The 8-character confirmation code: Latin letters (any case) and digits, surrounding
+    /// whitespace ignored. Issued codes use `ABCDEFGHJKLMNPQRSTUVWXYZ23456789`; another code is
+    /// looked up all the same (404).
+    #[schema(
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[A-Za-z0-9]{8}[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub confirmation_code: String,
     /// MANUAL (default) or QR_CODE.
     pub method: Option<domain::events::registrations::CheckInMethod>,

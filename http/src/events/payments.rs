@@ -28,16 +28,23 @@ pub const SIGNATURE: &str = "x-bilet-signature";
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WebhookRequest {
-    /// The provider's id of the payment: the same id twice takes effect once.
+    /// The provider's id of the payment: the same id twice takes effect once. At most 200
+    /// characters with at least one that is not whitespace (stored trimmed), no NUL.
+    #[schema(
+        max_length = 200,
+        pattern = r"^[^\x00]*[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^\x00]*$"
+    )]
     pub id: String,
     /// `payment.completed`, `payment.failed` or `payment.refunded`.
     #[serde(rename = "type")]
     pub kind: WebhookType,
     /// The registration paid for.
     pub registration_id: Uuid,
-    /// The amount in the currency's smallest unit.
+    /// The amount in the currency's smallest unit, not negative.
+    #[schema(minimum = 0)]
     pub amount_cents: i64,
-    /// ISO 4217 code.
+    /// ISO 4217 code: three upper-case Latin letters.
+    #[schema(pattern = r"^[A-Z]{3}$")]
     pub currency: String,
 }
 
@@ -83,9 +90,11 @@ pub struct PaymentResult {
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct MarkPaidRequest {
-    /// The amount received; the ticket's price when absent.
+    /// The amount received, not negative; the ticket's price when absent.
+    #[schema(minimum = 0)]
     pub amount_cents: Option<i64>,
-    /// Its currency; the ticket's when absent.
+    /// Its currency, three upper-case Latin letters; the ticket's when absent.
+    #[schema(pattern = r"^[A-Z]{3}$")]
     pub currency: Option<String>,
 }
 

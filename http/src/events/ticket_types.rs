@@ -133,7 +133,8 @@ pub async fn update(
 /// Deletes a ticket type, or retires one with sales (any registration, cancelled ones too, or
 /// sold or reserved seats): off sale and kept for its tickets. 204 either way.
 #[utoipa::path(delete, path = "/api/v1/events/{id}/ticket-types/{type_id}", tag = "events",
-    responses((status = 204, description = "deleted, or retired when it has sales"), (status = 404, body = crate::error::ErrorBody)))]
+    responses((status = 204, description = "deleted, or retired when it has sales"), (status = 404, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody, description = "the event is cancelled or completed")))]
 pub async fn delete(
     State(state): State<AppState>,
     caller: Caller,

@@ -21,6 +21,10 @@ pub struct JoinWaitlistRequest {
     /// The sold-out ticket type.
     pub ticket_type_id: Uuid,
     /// Contact email.
+    #[schema(
+        max_length = 254,
+        pattern = r"^[!-?A-~]+@[!-\-/-?A-~][!-?A-~]*\.[!-?A-~]*[!-\-/-?A-~]$"
+    )]
     pub email: Option<String>,
 }
 
@@ -58,8 +62,8 @@ pub async fn join(
 }
 
 /// The caller's open entries on the event's waiting lists: WAITING, or NOTIFIED with a seat
-/// held until `expiresAt`; at most one per ticket type, oldest first. 404 when the caller
-/// waits on none of them, or cannot see the event.
+/// held until `expiresAt`; at most one per ticket type, oldest first; an empty list when the
+/// caller waits on none of them. 404 when the caller cannot see the event.
 #[utoipa::path(get, path = "/api/v1/events/{id}/waitlist", tag = "registrations",
     responses((status = 200, body = [WaitlistEntryDto]), (status = 400, body = crate::error::ErrorBody),
         (status = 401, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
@@ -71,9 +75,6 @@ pub async fn mine(
     let user = caller.require_user()?;
     catalog::get(&state.db, caller.scope(), event_id).await?;
     let entries = waitlist::open_of(&state.db, user, event_id).await?;
-    if entries.is_empty() {
-        return Err(ApiError::not_found());
-    }
     Ok(Json(
         entries.into_iter().map(WaitlistEntryDto::from).collect(),
     ))

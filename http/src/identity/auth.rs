@@ -189,8 +189,62 @@ pub async fn messenger_sign_in_offer(
     }))
 }
 
+/// The Telegram Login Widget payload, for the document only: the handler reads the body as a
+/// map, since every field Telegram sends is part of what it signed, named or not.
+pub struct MessengerSignInRequest;
+
+impl utoipa::PartialSchema for MessengerSignInRequest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, SchemaType, Type};
+        let integer = |description: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                .description(Some(description))
+        };
+        let text = |description: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(description))
+        };
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "The Telegram Login Widget payload as Telegram returns it (`#tgAuthResult=`). \
+                 Every field is signed, so fields not named here are taken too, as strings, \
+                 numbers or booleans; null, arrays and objects are refused.",
+            ))
+            .property("id", integer("The messenger account's id."))
+            .required("id")
+            .property(
+                "auth_date",
+                integer("When Telegram signed the payload, Unix seconds; at most 10 minutes old."),
+            )
+            .required("auth_date")
+            .property(
+                "hash",
+                text(
+                    "HMAC-SHA256 (hex) of the other fields sorted as `key=value` lines, keyed with \
+                     SHA-256 of the bot token.",
+                )
+                .pattern(Some("^[0-9a-fA-F]{64}$")),
+            )
+            .required("hash")
+            .property("first_name", text("First name."))
+            .property("last_name", text("Last name."))
+            .property("username", text("Username."))
+            .property("photo_url", text("Profile photo URL."))
+            .additional_properties(Some(ObjectBuilder::new().schema_type(
+                SchemaType::from_iter([Type::String, Type::Number, Type::Boolean]),
+            )))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for MessengerSignInRequest {}
+
 /// Signs in (or registers) with a messenger account: the Telegram Login Widget payload.
-#[utoipa::path(post, path = "/api/v1/auth/messenger", tag = "auth", request_body = Object,
+#[utoipa::path(post, path = "/api/v1/auth/messenger", tag = "auth", request_body = MessengerSignInRequest,
     responses((status = 200, body = AuthResponse), (status = 201, body = AuthResponse), (status = 401, body = crate::error::ErrorBody)))]
 pub async fn messenger_sign_in(
     State(state): State<AppState>,

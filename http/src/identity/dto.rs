@@ -16,15 +16,29 @@ use uuid::Uuid;
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RegisterRequest {
-    /// Email, stored in lower case.
+    /// Email, stored in lower case: one `@`, a dot inside the domain, at most 254 characters.
+    /// The server also takes it with surrounding whitespace (trimmed) and with non-ASCII
+    /// characters within 254 bytes; the pattern states the plain ASCII form.
+    #[schema(
+        max_length = 254,
+        pattern = r"^[!-?A-~]+@[!-\-/-?A-~][!-?A-~]*\.[!-?A-~]*[!-\-/-?A-~]$"
+    )]
     pub email: String,
-    /// At least 8 characters with letters and digits.
+    /// 8 to 72 bytes (UTF-8) with at least one letter and one digit. The pattern states the
+    /// ASCII case; letters of other scripts (e.g. Cyrillic) are accepted too, within 72 bytes.
+    #[schema(
+        min_length = 8,
+        max_length = 72,
+        pattern = r"^[\x00-\x7F]*(?:[A-Za-z][\x00-\x7F]*[0-9]|[0-9][\x00-\x7F]*[A-Za-z])[\x00-\x7F]*$"
+    )]
     pub password: String,
-    /// First name.
+    /// First name: at most 100 characters, no control characters.
     #[serde(default)]
+    #[schema(max_length = 100, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     pub first_name: String,
-    /// Last name.
+    /// Last name: at most 100 characters, no control characters.
     #[serde(default)]
+    #[schema(max_length = 100, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     pub last_name: String,
 }
 
@@ -32,9 +46,14 @@ pub struct RegisterRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LoginRequest {
-    /// Email.
+    /// Email (as at registration).
+    #[schema(
+        max_length = 254,
+        pattern = r"^[!-?A-~]+@[!-\-/-?A-~][!-?A-~]*\.[!-?A-~]*[!-\-/-?A-~]$"
+    )]
     pub email: String,
-    /// Password.
+    /// Password; not empty.
+    #[schema(min_length = 1)]
     pub password: String,
 }
 
@@ -58,7 +77,11 @@ pub struct VerifyEmailRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EmailRequest {
-    /// Email.
+    /// Email (as at registration).
+    #[schema(
+        max_length = 254,
+        pattern = r"^[!-?A-~]+@[!-\-/-?A-~][!-?A-~]*\.[!-?A-~]*[!-\-/-?A-~]$"
+    )]
     pub email: String,
 }
 
@@ -68,7 +91,13 @@ pub struct EmailRequest {
 pub struct ResetPasswordRequest {
     /// The token from the mail.
     pub token: String,
-    /// The new password.
+    /// The new password: 8 to 72 bytes (UTF-8) with at least one letter and one digit (the
+    /// pattern states the ASCII case; letters of other scripts are accepted too).
+    #[schema(
+        min_length = 8,
+        max_length = 72,
+        pattern = r"^[\x00-\x7F]*(?:[A-Za-z][\x00-\x7F]*[0-9]|[0-9][\x00-\x7F]*[A-Za-z])[\x00-\x7F]*$"
+    )]
     pub new_password: String,
 }
 
@@ -154,9 +183,11 @@ impl From<User> for UserDto {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateUserRequest {
-    /// First name.
+    /// First name: at most 100 characters, no control characters.
+    #[schema(max_length = 100, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     pub first_name: Option<String>,
-    /// Last name.
+    /// Last name: at most 100 characters, no control characters.
+    #[schema(max_length = 100, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     pub last_name: Option<String>,
     /// Avatar media file.
     #[serde(default, deserialize_with = "crate::extract::nullable")]
@@ -168,9 +199,15 @@ pub struct UpdateUserRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ChangePasswordRequest {
-    /// The current password.
+    /// The current password (anything, for an account that has none yet).
     pub current_password: String,
-    /// The new password.
+    /// The new password: 8 to 72 bytes (UTF-8) with at least one letter and one digit (the
+    /// pattern states the ASCII case; letters of other scripts are accepted too).
+    #[schema(
+        min_length = 8,
+        max_length = 72,
+        pattern = r"^[\x00-\x7F]*(?:[A-Za-z][\x00-\x7F]*[0-9]|[0-9][\x00-\x7F]*[A-Za-z])[\x00-\x7F]*$"
+    )]
     pub new_password: String,
 }
 
@@ -178,11 +215,20 @@ pub struct ChangePasswordRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateOrganizationRequestRequest {
-    /// Organization name, up to 255 characters.
+    /// Organization name: 1 to 255 characters once surrounding whitespace is trimmed, no NUL.
+    #[schema(
+        min_length = 1,
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000](?:[^\x00]{0,253}[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000])?[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub name: String,
-    /// Lower-case letters, digits and hyphen, 3 to 50.
+    /// Lower-case Latin letters, digits and hyphen, 3 to 50 (surrounding whitespace is trimmed).
+    #[schema(
+        min_length = 3,
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[a-z0-9-]{3,50}[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub slug: String,
-    /// Description.
+    /// Description: at most 5000 characters, no NUL.
+    #[schema(max_length = 5000, pattern = r"^[^\x00]*$")]
     pub description: Option<String>,
 }
 
@@ -190,8 +236,21 @@ pub struct CreateOrganizationRequestRequest {
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ReviewRequest {
-    /// The reason or comment.
+    /// The reason or comment; no NUL.
+    #[schema(pattern = r"^[^\x00]*$")]
     pub reason: Option<String>,
+}
+
+/// A rejection; its reason is required.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RejectRequest {
+    /// Why: at least one character that is not whitespace, no NUL (stored trimmed).
+    #[schema(
+        min_length = 1,
+        pattern = r"^[^\x00]*[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^\x00]*$"
+    )]
+    pub reason: String,
 }
 
 /// An organization request.
@@ -255,11 +314,21 @@ pub struct CreateOrganizationRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateOrganizationRequest {
-    /// Name.
+    /// Name: 1 to 255 characters once surrounding whitespace is trimmed, no NUL.
+    #[schema(
+        min_length = 1,
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000](?:[^\x00]{0,253}[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000])?[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub name: Option<String>,
-    /// Description.
+    /// Description: at most 5000 characters, no NUL.
+    #[schema(max_length = 5000, pattern = r"^[^\x00]*$")]
     pub description: Option<String>,
-    /// Logo URL.
+    /// Logo URL: an `http://` or `https://` URL (scheme in any case) with a host, no
+    /// whitespace or control characters, at most 500 characters; empty removes it.
+    #[schema(
+        max_length = 500,
+        pattern = r"^(?:[Hh][Tt][Tt][Pp][Ss]?://[^\x00-\x20\x7F-\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000/?#][^\x00-\x20\x7F-\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*)?$"
+    )]
     pub logo_url: Option<String>,
     /// Logo media file; null removes it.
     #[serde(default, deserialize_with = "crate::extract::nullable")]
@@ -366,7 +435,11 @@ pub struct UpdateMemberRequest {
 pub struct CreateInviteRequest {
     /// The role it grants (MODERATOR, the default).
     pub role: Option<Role>,
-    /// Messenger username it is meant for.
+    /// Messenger username it is meant for: at most 100 characters once surrounding whitespace
+    /// and leading `@` are removed, no NUL.
+    #[schema(
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*@*[^\x00]{0,100}[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub messenger_username: Option<String>,
 }
 
@@ -414,10 +487,15 @@ pub fn deep_link(bot: &str, code: &str) -> String {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateGroupRequest {
-    /// Name, up to 255 characters.
+    /// Name: 1 to 255 characters once surrounding whitespace is trimmed, no NUL.
+    #[schema(
+        min_length = 1,
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000](?:[^\x00]{0,253}[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000])?[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub name: String,
-    /// Description.
+    /// Description: at most 5000 characters, no NUL.
     #[serde(default)]
+    #[schema(max_length = 5000, pattern = r"^[^\x00]*$")]
     pub description: String,
 }
 
@@ -425,9 +503,14 @@ pub struct CreateGroupRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateGroupRequest {
-    /// Name.
+    /// Name: 1 to 255 characters once surrounding whitespace is trimmed, no NUL.
+    #[schema(
+        min_length = 1,
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000](?:[^\x00]{0,253}[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000])?[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
     pub name: Option<String>,
-    /// Description.
+    /// Description: at most 5000 characters, no NUL.
+    #[schema(max_length = 5000, pattern = r"^[^\x00]*$")]
     pub description: Option<String>,
 }
 

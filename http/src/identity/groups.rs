@@ -163,6 +163,8 @@ pub async fn members(
 
 /// Joins a group by its code; publishes group.member.added.
 #[utoipa::path(post, path = "/api/v1/groups/join/{code}", tag = "groups",
+    params(("code" = String, Path, pattern = r"^(?!\.\.?$)[^\x00-\x1F\x7F/\\%]+$",
+        description = "The group code. Any path segment the gateway lets through is read: no control characters, `/`, `\\` or `%`, and not `.` or `..`; an unknown code is 404.")),
     responses((status = 200, body = GroupDto), (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
 pub async fn join(
     State(state): State<AppState>,

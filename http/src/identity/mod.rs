@@ -125,7 +125,12 @@ pub fn routes() -> Router<AppState> {
         groups::list, groups::create, groups::get, groups::update, groups::delete, groups::invite,
         groups::members, groups::join,
     ),
-    components(schemas(organizations::PendingInviteDto)),
+    // Bodies the handlers read in their own way are named here too, so the document has them.
+    components(schemas(
+        organizations::PendingInviteDto,
+        auth::MessengerSignInRequest,
+        dto::RejectRequest
+    )),
     tags(
         (name = "auth", description = "Sign-in, registration, tokens"),
         (name = "users", description = "The signed-in user"),

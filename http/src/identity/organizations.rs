@@ -358,6 +358,8 @@ pub async fn remove_member(
 
 /// Accepts an invite: the caller becomes a member.
 #[utoipa::path(post, path = "/api/v1/organizations/join/{code}", tag = "organizations",
+    params(("code" = String, Path, pattern = r"^(?!\.\.?$)[^\x00-\x1F\x7F/\\%]+$",
+        description = "The invite code. Any path segment the gateway lets through is read: no control characters, `/`, `\\` or `%`, and not `.` or `..`; an unknown code is 404.")),
     responses((status = 200, body = OrganizationDto), (status = 404, body = crate::error::ErrorBody),
         (status = 409, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn join(

@@ -1,6 +1,8 @@
 //! Organization requests: users submit, platform administrators review.
 
-use super::dto::{CreateOrganizationRequestRequest, OrganizationRequestDto, ReviewRequest};
+use super::dto::{
+    CreateOrganizationRequestRequest, OrganizationRequestDto, RejectRequest, ReviewRequest,
+};
 use crate::context::Caller;
 use crate::error::ApiError;
 use crate::extract::{Json, MaybeJson, Path, Query};
@@ -130,24 +132,22 @@ pub async fn approve(
 }
 
 /// Rejects a pending request with a reason (administrators).
-#[utoipa::path(post, path = "/api/v1/organization-requests/{id}/reject", tag = "organizations", request_body = ReviewRequest,
+#[utoipa::path(post, path = "/api/v1/organization-requests/{id}/reject", tag = "organizations", request_body = RejectRequest,
     responses((status = 200, body = OrganizationRequestDto), (status = 400, body = crate::error::ErrorBody),
         (status = 403, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn reject(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<Uuid>,
-    Json(body): Json<ReviewRequest>,
+    Json(body): Json<RejectRequest>,
 ) -> Result<Json<OrganizationRequestDto>, ApiError> {
     let admin = caller.require_user()?;
     require_admin(&state, admin).await?;
-    let reason = body
-        .reason
-        .map(|r| r.trim().to_string())
-        .filter(|r| !r.is_empty());
-    let Some(reason) = reason else {
+    // A missing or null reason is refused as required while reading the body.
+    let reason = body.reason.trim().to_string();
+    if reason.is_empty() {
         return Err(ApiError::field("reason", FieldError::Required));
-    };
+    }
     let reviewed = requests::review(
         &state.db,
         id,

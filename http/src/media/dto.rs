@@ -111,16 +111,33 @@ pub struct SignedUrlDto {
 
 /// `?variant=` of the link endpoint.
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct UrlQuery {
-    /// ORIGINAL (default), THUMBNAIL, SMALL, MEDIUM or LARGE.
+    /// ORIGINAL (default), THUMBNAIL, SMALL, MEDIUM or LARGE (the server reads any letter case).
+    #[param(value_type = Option<Variant>, inline)]
     pub variant: Option<String>,
 }
 
 /// `?expires=&signature=` of a local link.
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LinkQuery {
     /// Unix seconds.
+    #[param(required = true)]
     pub expires: i64,
     /// Hex HMAC.
+    #[param(required = true)]
     pub signature: String,
+}
+
+/// The multipart form of an upload, for the document only (the handler reads the parts and
+/// refuses any but `file`).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// The file, not empty: JPEG, PNG, WebP or GIF up to 5 MB, or PDF up to 10 MB. Its type is
+    /// read from its bytes (another format is refused with 415); a declared type must agree.
+    #[schema(value_type = String, format = Binary, min_length = 1)]
+    pub file: Vec<u8>,
 }

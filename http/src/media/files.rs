@@ -1,7 +1,7 @@
 //! Media handlers: upload (sniffed, limited, stored, variants queued), metadata, signed links,
 //! deletion, and serving the local store's signed links.
 
-use super::dto::{LinkQuery, MediaFileDto, SignedUrlDto, UrlQuery};
+use super::dto::{LinkQuery, MediaFileDto, SignedUrlDto, UploadForm, UrlQuery};
 use crate::context::Caller;
 use crate::error::ApiError;
 use crate::extract::{Path, Query};
@@ -75,7 +75,7 @@ impl From<UploadError> for ApiError {
 /// Uploads a file (multipart field `file`). The type comes from the bytes; images up to 5 MB,
 /// PDF up to 10 MB. Images answer PROCESSING and get their variants shortly after.
 #[utoipa::path(post, path = "/api/v1/media/upload", tag = "media",
-    request_body(content_type = "multipart/form-data", description = "field `file`"),
+    request_body(content = UploadForm, content_type = "multipart/form-data", description = "field `file`"),
     responses((status = 201, body = MediaFileDto), (status = 400, body = crate::error::ErrorBody),
         (status = 413, body = crate::error::ErrorBody), (status = 415, body = crate::error::ErrorBody)))]
 pub async fn upload(
@@ -88,8 +88,15 @@ pub async fn upload(
         multipart.map_err(|_| ApiError::from(Refusal::from(MediaRefusal::NotMultipart)))?;
     let mut upload = None;
     while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
-        if field.name() != Some("file") {
-            continue;
+        // One part, `file`: anything else is refused by name, as a JSON body's unknown field.
+        let part = field
+            .name()
+            .unwrap_or("part")
+            .chars()
+            .take(64)
+            .collect::<String>();
+        if part != "file" || upload.is_some() {
+            return Err(ApiError::field(&part, FieldError::Unknown));
         }
         let name = field
             .file_name()
@@ -109,7 +116,6 @@ pub async fn upload(
             bytes.extend_from_slice(&chunk);
         }
         upload = Some((name, declared, bytes));
-        break;
     }
     let (name, declared, bytes) =
         upload.ok_or_else(|| ApiError::field("file", FieldError::Required))?;
@@ -244,7 +250,9 @@ pub async fn delete(
 }
 
 /// Serves a signed link of the local store (absent with an S3 store, whose links go to it).
-#[utoipa::path(get, path = "/api/v1/media/files/{key}", tag = "media", params(LinkQuery),
+#[utoipa::path(get, path = "/api/v1/media/files/{key}", tag = "media",
+    params(LinkQuery, ("key" = String, Path, pattern = r"^(?:(?!\.\.?(?:/|$))[^\x00-\x1F\x7F/\\%]+/)*(?!\.\.?(?:/|$))[^\x00-\x1F\x7F/\\%]+/?$",
+        description = "The stored object's key as the signed link gives it (`t/<organization>/<id>.png`): `/`-separated segments, sent unescaped, none empty, `.` or `..`, without control characters, `\\` or `%`.")),
     responses((status = 200, description = "the bytes"), (status = 403, body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody)))]
 pub async fn serve_local(

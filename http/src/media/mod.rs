@@ -32,6 +32,7 @@ pub fn routes() -> Router<AppState> {
 #[derive(OpenApi)]
 #[openapi(
     paths(files::upload, files::get, files::url, files::delete, files::serve_local),
+    components(schemas(dto::UploadForm)),
     tags((name = "media", description = "Uploads, image variants and signed links"))
 )]
 struct MediaApi;
