@@ -77,7 +77,8 @@ pub fn csv_field(value: &str) -> String {
     }
 }
 
-fn csv_line(cells: &[String]) -> String {
+/// One CSV record, each cell quoted as `csv_field` does, ended by CRLF.
+pub fn csv_line(cells: &[String]) -> String {
     let mut line = cells
         .iter()
         .map(|c| csv_field(c))

@@ -9,7 +9,7 @@ use crate::context::Caller;
 use crate::error::ApiError;
 use crate::extract::{Path, Query};
 use crate::state::AppState;
-use analytics::export::csv_field;
+use analytics::export::csv_line;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -126,13 +126,13 @@ async fn write(
 ) {
     let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
     let mut chunk = String::from(BOM);
-    chunk.push_str(&line(&header));
+    chunk.push_str(&csv_line(&header));
     let mut rows = first;
     loop {
         let full = rows.len() as i64 >= PAGE;
         let after = rows.last().map(|r| (r.created_at, r.id));
         for row in &rows {
-            chunk.push_str(&line(&cells(row)));
+            chunk.push_str(&csv_line(&cells(row)));
         }
         if sink
             .send(Ok(Bytes::from(std::mem::take(&mut chunk))))
@@ -176,17 +176,6 @@ fn cells(r: &ExportRow) -> [String; 9] {
     ]
 }
 
-/// One CSV record with its CRLF.
-fn line(cells: &[String]) -> String {
-    let mut line = cells
-        .iter()
-        .map(|c| csv_field(c))
-        .collect::<Vec<_>>()
-        .join(",");
-    line.push_str("\r\n");
-    line
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,7 +189,7 @@ mod tests {
             String::new(),
         ];
         assert_eq!(
-            line(&cells),
+            csv_line(&cells),
             "\"Doe, \"\"Jr\"\"\",\"'=HYPERLINK(\"\"x\"\")\",\"two\nlines\",\r\n"
         );
     }
