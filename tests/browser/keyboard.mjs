@@ -49,7 +49,9 @@ await tabTo('the event', (f) => f.tag === 'A' && f.text === TITLE);
 await page.keyboard.press('Enter');
 await page.waitForURL(`${BASE}/e/${SLUG}`);
 await page.getByRole('heading', { name: TITLE }).waitFor();
-// A new page puts the focus on its heading, where a screen reader starts reading.
+// A new page puts the focus on its heading, where a screen reader starts reading, once it
+// has finished loading (the heading is drawn before the page's last requests return).
+await page.waitForFunction(() => !document.getElementById('app').hasAttribute('aria-busy'));
 result.focusOnArrival = await page.evaluate(() => document.activeElement?.tagName);
 
 await tabTo('sign in', (f) => f.tag === 'A' && /^Sign in/.test(f.text));
