@@ -459,9 +459,20 @@ pub async fn run(p: &Platform, chat_base: i64) -> Outcome {
         texts()
     );
     let got = texts();
-    assert_eq!(got.iter().filter(|m| ticket(m)).count(), 1, "one ticket: {got:?}");
-    assert_eq!(got.iter().filter(|m| receipt(m)).count(), 1, "one receipt: {got:?}");
-    if let Some(held) = got.iter().position(|m| m.0.contains("held until") || m.0.contains("место за вами")) {
+    assert_eq!(
+        got.iter().filter(|m| ticket(m)).count(),
+        1,
+        "one ticket: {got:?}"
+    );
+    assert_eq!(
+        got.iter().filter(|m| receipt(m)).count(),
+        1,
+        "one receipt: {got:?}"
+    );
+    if let Some(held) = got
+        .iter()
+        .position(|m| m.0.contains("held until") || m.0.contains("место за вами"))
+    {
         assert!(
             held < got.iter().position(ticket).unwrap_or(usize::MAX),
             "a held seat is never announced after its ticket: {got:?}"
