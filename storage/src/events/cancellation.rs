@@ -18,7 +18,8 @@ use domain::ids::{TenantId, UserId};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-/// Outbox rows written per statement: large events are announced in slices.
+/// Outbox rows written per statement at most (a registration gives one or two): large events
+/// are announced in slices.
 const OUTBOX_SLICE: usize = 5_000;
 
 /// What the cancellation touched.
@@ -87,43 +88,49 @@ pub(super) async fn follow_through(
             &[&event, &now, &EVENT_CANCELLED],
         )
         .await?;
-    let mut events = Vec::with_capacity(rows.len());
+    // Announced slice by slice: building every envelope of a stadium before the first insert
+    // would leave the session idle in its transaction for seconds, past the idle limit that
+    // exists to end the sessions of paused processes.
     let mut refunds = 0;
-    for row in &rows {
-        let registration = from_row(row);
-        let was: RegistrationStatus = row
-            .get::<_, String>(COLUMN_COUNT)
-            .parse()
-            .unwrap_or(RegistrationStatus::Confirmed);
-        let paid: i64 = row.get(COLUMN_COUNT + 1);
-        let seats = released.entry(registration.ticket_type_id).or_default();
-        let (sold, reserved) = was.seat().counts();
-        seats.0 += sold;
-        seats.1 += reserved;
-        events.push(Envelope::of(
-            &DomainEvent::RegistrationCancelled(payload(&registration, summary)),
-            Some(tenant),
-            actor,
-        ));
-        if let Some(amount) = refund_due(was, paid, registration.price_cents) {
-            refunds += 1;
-            let refund = RefundRequested {
-                registration_id: registration.id,
-                event_id: registration.event_id,
-                user_id: registration.user_id,
-                email: registration.email.clone(),
-                payment_id: None,
-                amount_cents: amount,
-                currency: registration.currency.clone(),
-                reason: EVENT_CANCELLED.to_string(),
-                event: summary.clone(),
-            };
+    for slice in rows.chunks(OUTBOX_SLICE / 2) {
+        let mut events = Vec::with_capacity(slice.len() * 2);
+        for row in slice {
+            let registration = from_row(row);
+            let was: RegistrationStatus = row
+                .get::<_, String>(COLUMN_COUNT)
+                .parse()
+                .unwrap_or(RegistrationStatus::Confirmed);
+            let paid: i64 = row.get(COLUMN_COUNT + 1);
+            let seats = released.entry(registration.ticket_type_id).or_default();
+            let (sold, reserved) = was.seat().counts();
+            seats.0 += sold;
+            seats.1 += reserved;
             events.push(Envelope::of(
-                &DomainEvent::RefundRequested(refund),
+                &DomainEvent::RegistrationCancelled(payload(&registration, summary)),
                 Some(tenant),
                 actor,
             ));
+            if let Some(amount) = refund_due(was, paid, registration.price_cents) {
+                refunds += 1;
+                let refund = RefundRequested {
+                    registration_id: registration.id,
+                    event_id: registration.event_id,
+                    user_id: registration.user_id,
+                    email: registration.email.clone(),
+                    payment_id: None,
+                    amount_cents: amount,
+                    currency: registration.currency.clone(),
+                    reason: EVENT_CANCELLED.to_string(),
+                    event: summary.clone(),
+                };
+                events.push(Envelope::of(
+                    &DomainEvent::RefundRequested(refund),
+                    Some(tenant),
+                    actor,
+                ));
+            }
         }
+        crate::outbox::enqueue_many(tx, crate::Schema::EventService, &events).await?;
     }
 
     if !released.is_empty() {
@@ -138,9 +145,6 @@ pub(super) async fn follow_through(
             &[&ids, &sold, &reserved],
         )
         .await?;
-    }
-    for slice in events.chunks(OUTBOX_SLICE) {
-        crate::outbox::enqueue_many(tx, crate::Schema::EventService, slice).await?;
     }
     Ok(FollowThrough {
         registrations: rows.len(),

@@ -2,7 +2,7 @@
 //! the event is found either untouched or wholly cancelled, and cancelling again after the
 //! restart finishes the job with every registration cancelled, announced and refunded once.
 
-use super::serve;
+use super::serve_with;
 use crate::support::{TestDb, eventually, free_port};
 use std::time::{Duration, Instant};
 
@@ -55,7 +55,10 @@ async fn kill_9_during_a_large_cancellation_leaves_it_whole_or_undone() {
         })
         .await
     };
-    let server = serve(&t, port);
+    // A session idle inside its transaction for a second is ended: the cancellation must keep
+    // talking to PostgreSQL while it works through a stadium, not build it all first.
+    let serve = |port| serve_with(&t, port, "idle_in_transaction_ms = 1000");
+    let server = serve(port);
     assert!(ready().await);
     let token = http::tokens::Tokens::new("test-secret-test-secret-test-secret")
         .issue(
@@ -137,7 +140,7 @@ async fn kill_9_during_a_large_cancellation_leaves_it_whole_or_undone() {
     );
 
     // Started again, the organizer cancels again: done, whole.
-    let _server = serve(&t, port);
+    let _server = serve(port);
     assert!(ready().await);
     let started = Instant::now();
     let reply = cancel().await.unwrap();

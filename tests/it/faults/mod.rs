@@ -166,6 +166,11 @@ impl Drop for Server {
 }
 
 fn serve(t: &TestDb, port: u16) -> Server {
+    serve_with(t, port, "")
+}
+
+/// `serve`, with `database` added to the `[database]` section of its configuration.
+fn serve_with(t: &TestDb, port: u16, database: &str) -> Server {
     let dir = std::env::temp_dir().join(format!("bilet-kill-{}", uuid::Uuid::now_v7().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut services = String::new();
@@ -178,7 +183,7 @@ fn serve(t: &TestDb, port: u16) -> Server {
     std::fs::write(
         &file,
         format!(
-            "data_dir = \"{}\"\n[database]\nurl = \"{}\"\n[auth]\njwt_secret = \"test-secret-test-secret-test-secret\"\nservice_secret = \"test-service-secret-test-service-secret\"\n[gateway]\nuser_per_minute = 1000000\n[services.gateway]\nlisten = \"127.0.0.1:{port}\"\nurl = \"http://127.0.0.1:{port}\"\n{services}",
+            "data_dir = \"{}\"\n[database]\nurl = \"{}\"\n{database}\n[auth]\njwt_secret = \"test-secret-test-secret-test-secret\"\nservice_secret = \"test-service-secret-test-service-secret\"\n[gateway]\nuser_per_minute = 1000000\n[services.gateway]\nlisten = \"127.0.0.1:{port}\"\nurl = \"http://127.0.0.1:{port}\"\n{services}",
             dir.display(),
             t.url
         ),
