@@ -5,7 +5,9 @@
 //   organizer creates it, creates an event with two ticket types and a cover and publishes
 //   it; a participant finds it by search, registers and sees the QR code; the door (on a
 //   phone) checks the ticket in by its code; the dashboard shows the registration and the
-//   check-in; the export downloads a CSV and an XLSX file.
+//   check-in; the organizer changes the organization's description and uploads its logo, which
+//   a reload still shows; the report lists the event with its registration and check-in; the
+//   export downloads a CSV and an XLSX file.
 // Every page is screenshotted into ARTIFACTS and checked by axe-core.
 import { readFileSync } from 'node:fs';
 import { open, signIn } from './harness.mjs';
@@ -169,6 +171,56 @@ result.dashboard = {
     .locator('svg rect[height]:not([height="0"])').count(),
 };
 await organizer.audit('dashboard');
+
+// ---- The organization's settings: a new description and a logo, kept across a reload ----
+const DESCRIPTION = `Quartets and trios in small halls, by candlelight (${ORG_SLUG}).`;
+const logoShown = () => page.waitForFunction(() => {
+  const img = document.querySelector('section[aria-labelledby="logo-title"] img');
+  return img && !img.hidden && img.complete && img.naturalWidth > 0 && !img.src.startsWith('blob:');
+});
+await page.goto(`${BASE}/org/settings`);
+await page.getByRole('heading', { name: 'Organization settings', level: 1 }).waitFor();
+await page.locator('#set-description').fill(DESCRIPTION);
+await page.getByRole('button', { name: 'Save', exact: true }).click();
+await waitText(page, 'Settings saved.');
+// The same image as the cover.
+await page.locator('#logo-file').setInputFiles(COVER);
+await waitText(page, 'This is the new logo.');
+await page.getByRole('button', { name: 'Upload and use as the logo' }).click();
+await waitText(page, 'Logo saved.');
+await logoShown();
+await page.reload();
+await page.getByRole('heading', { name: 'Organization settings', level: 1 }).waitFor();
+await logoShown();
+result.settings = {
+  description: DESCRIPTION,
+  shownDescription: await page.locator('#set-description').inputValue(),
+  logoWidth: await page.locator('section[aria-labelledby="logo-title"] img').evaluate((img) => img.naturalWidth),
+  // The owner may change them: nothing is read-only.
+  readOnly: await page.locator('main input[readonly], main textarea[readonly], main button:disabled').count(),
+};
+await organizer.audit('org-settings');
+
+// ---- The report: the event with its registration and check-in, linked to its dashboard ----
+await page.goto(`${BASE}/org/report`);
+await page.getByRole('heading', { name: 'Events report', level: 1 }).waitFor();
+await page.locator('section[aria-labelledby="rep-events"] table').getByRole('link', { name: TITLE }).waitFor();
+result.report = await page.evaluate((title) => {
+  const table = document.querySelector('section[aria-labelledby="rep-events"] table');
+  const heads = [...table.querySelectorAll('thead th')].map((th) => th.textContent);
+  const row = [...table.querySelectorAll('tbody tr')].find((tr) => tr.querySelector('th').textContent === title);
+  const cell = (name) => row?.children[heads.indexOf(name)]?.textContent ?? null;
+  const total = (name) => [...document.querySelectorAll('section[aria-labelledby="rep-totals"] dt')]
+    .find((dt) => dt.textContent === name)?.nextElementSibling?.textContent ?? null;
+  return {
+    rows: table.querySelectorAll('tbody tr').length,
+    link: row?.querySelector('th a')?.getAttribute('href') ?? null,
+    registrations: cell('Registrations'),
+    checkedIn: cell('Checked in'),
+    totalRegistrations: total('Registrations'),
+  };
+}, TITLE);
+await organizer.audit('org-report');
 
 // ---- Export: the files download ----
 await page.goto(`${BASE}/org/events/${eventId}`);

@@ -265,6 +265,29 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
     );
     assert!(named("xlsx"), "{result}");
     assert_eq!(result["exports"]["xlsx"]["head"], "PK", "a zip: {result}");
+    // The settings page saved the description and the logo, and showed both after a reload.
+    let settings = &result["settings"];
+    assert_eq!(
+        settings["shownDescription"], settings["description"],
+        "{result}"
+    );
+    assert!(settings["logoWidth"].as_u64().unwrap() > 0, "{result}");
+    assert_eq!(
+        settings["readOnly"], 0,
+        "the owner may change them: {result}"
+    );
+    // The report lists the organization's one event with its registration and check-in (as
+    // the dashboard did), linked to the event's dashboard.
+    let report = &result["report"];
+    assert_eq!(report["rows"], 1, "{result}");
+    assert_eq!(report["registrations"], "1", "{result}");
+    assert_eq!(report["checkedIn"], "1", "{result}");
+    assert_eq!(report["totalRegistrations"], "1", "{result}");
+    assert_eq!(
+        report["link"],
+        format!("/org/events/{event}/dashboard"),
+        "{result}"
+    );
     for page in [
         "org-none",
         "org-request",
@@ -275,6 +298,8 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
         "participant-tickets",
         "door-accepted",
         "dashboard",
+        "org-settings",
+        "org-report",
         "org-members",
         "docs",
     ] {
@@ -309,6 +334,14 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
     assert_eq!(data.len(), 1, "{}", mine.body);
     assert_eq!(data[0]["status"], "CHECKED_IN");
     assert_eq!(data[0]["confirmationCode"], result["code"]);
+    // The organization holds the description and the logo the settings page saved.
+    let orgs = ctx
+        .get("/api/v1/organizations", Some(&organizer.access))
+        .await;
+    let org = &orgs.body["data"][0];
+    assert_eq!(org["name"], org_name.as_str(), "{}", orgs.body);
+    assert_eq!(org["description"], result["settings"]["description"]);
+    assert!(org["logoId"].is_string(), "{}", orgs.body);
 }
 
 /// Telegram's sign-in answer for `id`, signed with `token`, as the fragment carries it

@@ -8,7 +8,7 @@ import { api } from '../api.js';
 import { fill, h, setTitle } from '../dom.js';
 import { when } from '../format.js';
 import { lang } from '../i18n.js';
-import { bars, columns, funnel, number, percent, tableBox } from '../staff/charts.js';
+import { bars, columns, funnel, number, tableBox, totals } from '../staff/charts.js';
 import { needOrg, orgNav, tenantId } from '../staff/kit.js';
 import { t } from '../staff/texts.js';
 
@@ -44,7 +44,7 @@ export default async function dashboard({ root, params, signal }) {
   const dayFormat = new Intl.DateTimeFormat(lang() === 'ru' ? 'ru-RU' : 'en-GB', { day: 'numeric', month: 'short', timeZone: 'UTC' });
   const timeFormat = new Intl.DateTimeFormat(lang() === 'ru' ? 'ru-RU' : 'en-GB', { timeStyle: 'medium' });
 
-  const totals = h('dl', { class: 'totals' });
+  const totalsBox = h('dl', { class: 'totals' });
   const daily = h('div', { class: 'daily' });
   const dailyTable = tableBox(t('dash.asTable'), t('org.tableOf', { what: t('dash.byDay') }));
   const typesChart = h('div', {});
@@ -58,16 +58,7 @@ export default async function dashboard({ root, params, signal }) {
     h('section', { class: 'dash-section', 'aria-labelledby': id }, h('h2', { id }, title), children);
 
   function drawTotals(d) {
-    const items = [
-      ['dash.views', number(d.totalViews)],
-      ['dash.uniqueViews', number(d.uniqueViews)],
-      ['dash.registrations', number(d.totalRegistrations)],
-      ['dash.confirmed', number(d.confirmedRegistrations)],
-      ['dash.checkedIn', number(d.checkedIn)],
-      ['dash.viewToRegistration', percent(d.viewToRegistrationRate)],
-      ['dash.registrationToCheckin', percent(d.registrationToCheckinRate)],
-    ];
-    fill(totals, items.map(([key, value]) => h('div', {}, h('dt', {}, t(key)), h('dd', {}, value))));
+    fill(totalsBox, totals(d));
   }
 
   function drawDaily(byDay) {
@@ -142,7 +133,7 @@ export default async function dashboard({ root, params, signal }) {
     h('p', { class: 'meta' }, h('time', { datetime: event.startsAt }, when(event.startsAt, event.endsAt, event.timezone)), ' · ',
       h('a', { href: `/org/events/${event.id}` }, t('dash.toEvent'))),
     h('p', { class: 'hint' }, t('dash.live')), updated,
-    section('dash-totals', t('dash.totals'), totals),
+    section('dash-totals', t('dash.totals'), totalsBox),
     section('dash-daily', t('dash.byDay'), daily, dailyTable.el),
     section('dash-types', t('dash.byType'), typesChart, typesTable.el),
     section('dash-sources', t('dash.bySource'), sourcesChart, sourcesTable.el),

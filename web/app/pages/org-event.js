@@ -18,12 +18,10 @@ import { dateTime, price, when } from '../format.js';
 import { navigate } from '../nav.js';
 import { eventForm } from '../staff/event-form.js';
 import {
-  download, fromMinor, invalid, isoToZoned, lifecycle, needOrg, orgNav, pager, scroller, tenantId, toMinor, upload, zonedToIso,
+  download, fromMinor, imagePicker, invalid, isoToZoned, lifecycle, needOrg, orgNav, pager, scroller, tenantId, toMinor, upload, zonedToIso,
 } from '../staff/kit.js';
 import { t, tn } from '../staff/texts.js';
 
-const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/webp', 'image/gif'];
-const MAX_IMAGE = 5 * 1024 * 1024;
 const REG_STATUSES = ['RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN', 'CANCELLED', 'EXPIRED'];
 const FINAL = ['CANCELLED', 'COMPLETED'];
 const REG_SIZE = 20;
@@ -100,7 +98,6 @@ export default async function orgEvent({ root, params, signal }) {
   // ---- Cover ----
   const coverImg = h('img', { class: 'cover-preview', alt: '', hidden: true });
   const coverNote = h('p', { class: 'hint' });
-  let chosen = null;
   function showCover(src, note) {
     coverImg.hidden = !src;
     if (src) coverImg.src = src;
@@ -116,26 +113,17 @@ export default async function orgEvent({ root, params, signal }) {
       showCover(null, t('cover.unavailable'));
     }
   }
-  const fileField = field('file', t('cover.choose'), {
-    id: 'cover-file', type: 'file', accept: IMAGE_TYPES.join(','), hint: t('cover.rules'),
-    onchange: (e) => {
-      const file = e.target.files[0];
-      clearErrors(coverForm);
-      if (chosen) URL.revokeObjectURL(chosen);
-      chosen = null;
-      if (!file) { loadCover(); return; }
-      if (!IMAGE_TYPES.includes(file.type) || file.size > MAX_IMAGE) {
-        showErrors(coverForm, invalid({ file: t('cover.rules') }));
-        return;
-      }
-      chosen = URL.createObjectURL(file);
-      showCover(chosen, t('cover.preview'));
-    },
+  const picker = imagePicker({
+    id: 'cover-file',
+    label: t('cover.choose'),
+    rules: t('cover.rules'),
+    pickFirst: t('cover.pick'),
+    formOf: () => coverForm,
+    preview: (src) => showCover(src, t('cover.preview')),
+    cleared: loadCover,
   });
   const coverForm = form(async (_, el) => {
-    const file = el.elements.file.files[0];
-    if (!file) throw invalid({ file: t('cover.pick') });
-    if (!IMAGE_TYPES.includes(file.type) || file.size > MAX_IMAGE) throw invalid({ file: t('cover.rules') });
+    const file = picker.file(el);
     announce(t('cover.uploading'));
     const media = await upload(file, signal);
     event = await api.put(`/events/${event.id}`, { coverImageId: media.id });
@@ -144,9 +132,9 @@ export default async function orgEvent({ root, params, signal }) {
     drawRemoveCover();
     // The picked image is the cover now; the stored one replaces it once its link answers
     // (the original at once, the medium variant when it is made).
-    showCover(chosen, t('cover.current'));
+    showCover(picker.shown(), t('cover.current'));
     await loadCover();
-  }, fileField, submitButton(t('cover.upload')));
+  }, picker.field, submitButton(t('cover.upload')));
   const removeBox = h('p', {});
   function drawRemoveCover() {
     fill(removeBox, event.coverImageId && h('button', {
@@ -461,5 +449,5 @@ export default async function orgEvent({ root, params, signal }) {
     loadCover(),
   ]);
   await loadRegs(false).catch((e) => { if (e.name !== 'AbortError') regBox.replaceChildren(h('p', {}, e.message)); });
-  return () => { if (chosen) URL.revokeObjectURL(chosen); };
+  return picker.release;
 }

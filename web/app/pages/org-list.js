@@ -26,7 +26,8 @@ export default async function orgList({ root, signal }) {
           org.description && h('p', { class: 'description' }, org.description),
           here
             ? h('p', { class: 'notice notice-ok' }, t('org.actingFor'), ' ',
-              h('a', { href: '/org/events' }, t('org.events')), ' · ', h('a', { href: '/org/members' }, t('org.members')))
+              h('a', { href: '/org/events' }, t('org.events')), ' · ', h('a', { href: '/org/report' }, t('org.report')), ' · ',
+              h('a', { href: '/org/members' }, t('org.members')), ' · ', h('a', { href: '/org/settings' }, t('org.settings')))
             : h('button', {
               type: 'button',
               class: 'primary',
@@ -58,7 +59,7 @@ export default async function orgList({ root, signal }) {
   field('code', t('org.inviteCode'), { id: 'join-code', maxlength: 32, autocomplete: 'off', spellcheck: 'false', hint: t('org.inviteHint') }),
   submitButton(t('org.join')));
 
-  root.replaceChildren(
+  fill(root,
     h('h1', {}, t('org.orgs')),
     tenantId() && orgNav('/org/'),
     list,

@@ -3,6 +3,7 @@
 // the colours and shapes are never the only way to read it. Colours come from style.css.
 import { h } from '../dom.js';
 import { lang } from '../i18n.js';
+import { t } from './texts.js';
 
 const NS = 'http://www.w3.org/2000/svg';
 
@@ -15,6 +16,18 @@ function s(tag, attrs = {}, ...children) {
 
 export const number = (n) => new Intl.NumberFormat(lang() === 'ru' ? 'ru-RU' : 'en-GB').format(n);
 export const percent = (r) => new Intl.NumberFormat(lang() === 'ru' ? 'ru-RU' : 'en-GB', { style: 'percent', maximumFractionDigits: 1 }).format(r);
+
+// The figures every analytics answer carries (the dashboard's and the report's totals), as
+// the term–value pairs of a <dl>.
+export const totals = (d) => [
+  ['dash.views', number(d.totalViews)],
+  ['dash.uniqueViews', number(d.uniqueViews)],
+  ['dash.registrations', number(d.totalRegistrations)],
+  ['dash.confirmed', number(d.confirmedRegistrations)],
+  ['dash.checkedIn', number(d.checkedIn)],
+  ['dash.viewToRegistration', percent(d.viewToRegistrationRate)],
+  ['dash.registrationToCheckin', percent(d.registrationToCheckinRate)],
+].map(([key, value]) => h('div', {}, h('dt', {}, t(key)), h('dd', {}, value)));
 
 // One series over days: points [{label, value}], oldest first. `label` names the chart for
 // assistive technology (its figures are in the table next to it).

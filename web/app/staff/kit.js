@@ -3,6 +3,7 @@
 // units, uploads and downloads that are not JSON, and the events' life-cycle buttons.
 import { ApiError, api } from '../api.js';
 import { announce, h } from '../dom.js';
+import { clearErrors, field, showErrors } from '../forms.js';
 import { lang } from '../i18n.js';
 import * as session from '../session.js';
 import { t } from './texts.js';
@@ -25,7 +26,10 @@ export function needOrg(root, title) {
 
 // The links between the organizer's pages.
 export function orgNav(current) {
-  const links = [['/org/events', t('org.events')], ['/org/members', t('org.members')], ['/org/', t('org.orgs')], ['/door/', t('org.door')]];
+  const links = [
+    ['/org/events', t('org.events')], ['/org/report', t('org.report')], ['/org/members', t('org.members')],
+    ['/org/settings', t('org.settings')], ['/org/', t('org.orgs')], ['/door/', t('org.door')],
+  ];
   return h('nav', { class: 'subnav', 'aria-label': t('org.section') }, h('ul', {},
     links.map(([href, label]) => h('li', {}, h('a', { href, 'aria-current': href === current ? 'page' : null }, label)))));
 }
@@ -90,6 +94,50 @@ export function lifecycle(event, changed) {
 // A refusal found before asking the server, drawn like its validation errors (forms.js).
 export const invalid = (details) =>
   Object.assign(new Error(t('form.fixFields')), { code: 'validation_error', details });
+
+// ---- Images ---------------------------------------------------------------
+
+const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/webp', 'image/gif'];
+const MAX_IMAGE = 5 * 1024 * 1024;
+const fits = (file) => IMAGE_TYPES.includes(file.type) && file.size <= MAX_IMAGE;
+
+// A file field for an image (a cover, a logo), checked and previewed before any upload:
+// `preview(url)` gets a good pick's object URL, `cleared()` runs when the pick is removed, and
+// a bad pick shows `rules` on the field of `formOf()`. `file(form)` is the picked file or the
+// field's error, `shown()` the preview's URL, `release()` frees it.
+export function imagePicker({ id, label, rules, pickFirst, formOf, preview, cleared }) {
+  let chosen = null;
+  const release = () => {
+    if (chosen) URL.revokeObjectURL(chosen);
+    chosen = null;
+  };
+  const input = field('file', label, {
+    id, type: 'file', accept: IMAGE_TYPES.join(','), hint: rules,
+    onchange: (e) => {
+      const file = e.target.files[0];
+      clearErrors(formOf());
+      release();
+      if (!file) { cleared(); return; }
+      if (!fits(file)) {
+        showErrors(formOf(), invalid({ file: rules }));
+        return;
+      }
+      chosen = URL.createObjectURL(file);
+      preview(chosen);
+    },
+  });
+  return {
+    field: input,
+    file(form) {
+      const file = form.elements.file.files[0];
+      if (!file) throw invalid({ file: pickFirst });
+      if (!fits(file)) throw invalid({ file: rules });
+      return file;
+    },
+    shown: () => chosen,
+    release,
+  };
+}
 
 // ---- Lists ----------------------------------------------------------------
 

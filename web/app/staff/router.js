@@ -14,6 +14,8 @@ const ROUTES = [
   { path: /^\/org\/events\/([^/]+)$/, keys: ['eventId'], load: page('org-event'), texts: ORG },
   { path: /^\/org\/events\/([^/]+)\/dashboard$/, keys: ['eventId'], load: page('org-dashboard'), texts: ORG },
   { path: /^\/org\/members$/, load: page('org-members'), texts: ORG },
+  { path: /^\/org\/settings$/, load: page('org-settings'), texts: ORG },
+  { path: /^\/org\/report$/, load: page('org-report'), texts: ORG },
   { path: /^\/admin\/?(requests)?$/, load: page('admin-requests'), texts: ORG },
   { path: /^\/door\/?$/, load: page('door-events'), texts: DOOR },
   { path: /^\/door\/([^/]+)$/, keys: ['eventId'], load: page('door'), texts: DOOR },
