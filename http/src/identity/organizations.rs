@@ -247,41 +247,24 @@ pub async fn invite(
     ))
 }
 
-/// An invite that still works: not used, not expired, not withdrawn.
+/// An invite that still works (not used, not expired, not withdrawn): the invite as its
+/// creation answered it, and when it was made.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingInviteDto {
-    /// Id.
-    pub id: Uuid,
-    /// The organization.
-    pub organization_id: Uuid,
-    /// The code.
-    pub invite_code: String,
-    /// `https://t.me/<bot>?start=<code>`, as the invite's creation answered it.
-    pub deep_link: String,
-    /// The role it grants.
-    pub role: Role,
-    /// Messenger username it is meant for.
-    pub messenger_username: Option<String>,
+    /// The invite.
+    #[serde(flatten)]
+    pub invite: super::dto::InviteDto,
     /// Creation time.
     pub created_at: DateTime<Utc>,
-    /// Expiry (7 days after creation).
-    pub expires_at: DateTime<Utc>,
 }
 
 impl PendingInviteDto {
     /// The invite with a link to `bot`.
     pub fn new(p: PendingInvite, bot: &str) -> Self {
-        let i = p.invite;
         PendingInviteDto {
-            id: i.id,
-            organization_id: i.organization_id.as_uuid(),
-            deep_link: super::dto::deep_link(bot, &i.code),
-            invite_code: i.code,
-            role: i.role,
-            messenger_username: i.messenger_username,
+            invite: super::dto::InviteDto::new(p.invite, bot),
             created_at: p.created_at,
-            expires_at: i.expires_at,
         }
     }
 }
