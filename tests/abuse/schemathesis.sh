@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Schemathesis against /api/v1/openapi.json through the gateway of a fresh node: every
 # operation with generated valid and invalid input, signed in as an organization owner, with
-# every check (`--checks all`: no 5xx, every status and header documented, responses as the
+# every check (no 5xx, every status and header documented, responses as the
 # schema says, invalid input refused, valid input accepted, auth not ignored, deleted things
 # gone) and the stateful phase, which chains calls through the document's links. Settings
 # and the few documented exceptions are in tests/abuse/schemathesis.toml.
@@ -64,12 +64,15 @@ TOKEN=$(post "/api/v1/organizations/$ORG/switch" '' "$OWNER" | json "['accessTok
 [ -n "$TOKEN" ] || die "could not sign in as an organizer"
 
 log "schemathesis against $BASE/api/v1/openapi.json"
+# Every check runs (schemathesis 4 enables them all by default). They are not named on the
+# command line, where `--checks all` would override the per-operation exceptions of the file.
+# One worker: with two threads, Python 3.11's `ast` module (which Hypothesis calls to describe
+# its filters) now and then fails with "AST constructor recursion depth mismatch".
 "$ST" --config-file tests/abuse/schemathesis.toml run "$BASE/api/v1/openapi.json" \
-    --checks all \
     --header "Authorization: Bearer $TOKEN" \
     --max-examples "${SCHEMATHESIS_EXAMPLES:-50}" \
     --phases examples,coverage,fuzzing,stateful \
-    --workers 2 \
+    --workers 1 \
     --request-timeout 10 \
     --suppress-health-check all \
     --exclude-path /api/v1/auth/logout \

@@ -173,9 +173,11 @@ pub async fn get(
 
 /// A link to the file or one of its variants, valid for one hour. Without a token, only for a
 /// file something points at (an event's cover, a logo, an avatar), as its holder shows it.
+/// A variant of a document is 422: only images have variants.
 #[utoipa::path(get, path = "/api/v1/media/{id}/url", tag = "media", params(UrlQuery),
     responses((status = 200, body = SignedUrlDto), (status = 400, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody)))]
 pub async fn url(
     State(state): State<AppState>,
     caller: Caller,
