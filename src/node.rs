@@ -277,7 +277,11 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         addrs.insert(*service, local);
         let router = match service {
             Service::Gateway => {
-                http::router::gateway(state.clone(), door(&state).await?, &node_config.services)
+                let revocations = revocations
+                    .clone()
+                    .context("the gateway's revocation feed")?;
+                let door = door(&state, revocations).await?;
+                http::router::gateway(state.clone(), door, &node_config.services)
             }
             other => http::router::service(*other, state.clone()),
         };
@@ -300,6 +304,20 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
     }
     if let Some(parts) = state
         .notifications
+    // The gateway's memory of revoked tokens, read once before it serves.
+    let revocations = node_config
+        .services
+        .contains(&Service::Gateway)
+        .then(|| http::revocations::RevocationFeed::new(state.db.clone()));
+    if let Some(feed) = &revocations {
+        if let Err(e) = feed.refresh().await {
+            tracing::warn!(error = %e, "revoked tokens not read yet; tokens wait for the first reading");
+        }
+        servers.push(tokio::spawn(feed.clone().run(
+            config.database.url.clone(),
+            shutdown_rx.clone(),
+        )));
+    }
         .as_ref()
         .filter(|_| config.messenger.poll_updates)
     {
@@ -344,7 +362,10 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
 }
 
 /// The gateway's token check and rate limits; counts go to Redis when REDIS_URL is set.
-async fn door(state: &AppState) -> anyhow::Result<Door> {
+async fn door(
+    state: &AppState,
+    revocations: Arc<http::revocations::RevocationFeed>,
+) -> anyhow::Result<Door> {
     let gateway = &state.config.gateway;
     let counter: Box<dyn Counter> = match &state.config.redis.url {
         Some(url) => Box::new(
@@ -402,6 +423,7 @@ async fn start_notifications(
 ) -> anyhow::Result<Notifications> {
     let telegram = messenger::Telegram::from_config(&config.messenger)?;
     if !telegram.is_on() {
+        revocations,
         tracing::info!(
             "no MESSENGER_BOT_TOKEN: the bot is off and notifications are logged as skipped"
         );

@@ -448,6 +448,8 @@ pub struct PaymentsConfig {
 #[serde(deny_unknown_fields)]
 pub struct ServiceAddr {
     /// Socket address it listens on.
+    /// Payment provider notifications per minute per source IP (outside the public budget).
+    pub webhook_per_minute: u32,
     pub listen: String,
     /// Base URL other processes reach it at.
     pub url: String,
@@ -462,6 +464,7 @@ pub struct NodeConfig {
     /// The services it runs.
     pub services: Vec<Service>,
     /// Addresses of this node's own, where they differ from `[services]` (several events
+            webhook_per_minute: 6000,
     /// nodes each listen on their own address).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub addresses: BTreeMap<Service, ServiceAddr>,

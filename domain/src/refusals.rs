@@ -14,6 +14,15 @@ refusals! {
         AccessTokenInvalid => (Unauthorized,
             "Токен доступа недействителен или истёк",
             "The access token is invalid or expired"),
+        /// A token that verifies but was revoked before its expiry: the member was removed or
+        /// their role changed, the account was deleted, or the session ended.
+        AccessRevoked => (Unauthorized,
+            "Токен доступа отозван: обновите его или войдите заново",
+            "The access token was revoked (membership, role, account or session changed): refresh it or sign in again"),
+        /// The gateway cannot currently tell whether a token was revoked.
+        RevocationsUnknown => (ServiceUnavailable,
+            "Не удаётся проверить токен доступа, повторите позже",
+            "The access token cannot be checked right now, try again later"),
         /// A request to a service that is not signed by a gateway or another service.
         UnsignedRequest => (Unauthorized,
             "Сервис принимает только запросы, подписанные шлюзом или другим сервисом",

@@ -1,12 +1,14 @@
 //! The gateway's door: every header a service trusts is stripped from the client's request,
 //! internal routes are hidden, the bearer token is checked (HS256 only, signature, expiry,
-//! required claims), the caller's identity is passed on as X-User-Id, X-Tenant-Id and
-//! X-User-Roles, and the rate limits are applied. Routes outside the public list need a
-//! valid token.
+//! required claims, not revoked), the caller's identity is passed on as X-User-Id, X-Tenant-Id
+//! and X-User-Roles, and the rate limits are applied. Routes outside the public list need a
+//! valid token; on public routes a token that fails the check is ignored, so a client that
+//! sends its expired token everywhere can still refresh and sign in.
 
 use crate::context::{TENANT_ID, USER_ID, USER_ROLES};
 use crate::error::ApiError;
 use crate::ratelimit::{Bucket, Network, RateLimiter, client_ip};
+use crate::revocations::{RevocationFeed, Verdict};
 use crate::tokens::Tokens;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, header};
@@ -14,9 +16,11 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
 use domain::error::Refusal;
+use domain::identity::tokens::Claims;
 use domain::refusals::PlatformRefusal;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Limit of the request's bucket.
 pub const RATE_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
@@ -32,6 +36,8 @@ pub struct Door {
     pub limiter: Arc<RateLimiter>,
     /// Proxies whose X-Forwarded-For is believed.
     pub trusted: Arc<Vec<Network>>,
+    /// Tokens revoked before their expiry.
+    pub revocations: Arc<RevocationFeed>,
 }
 
 /// Routes for other services only, never served to clients.
@@ -49,6 +55,22 @@ fn is_operational(path: &str) -> bool {
 /// Uploads have their own, smaller budget.
 fn is_upload(method: &Method, path: &str) -> bool {
     method == Method::POST && path.trim_end_matches('/') == "/api/v1/media/upload"
+}
+
+/// The payment provider's notifications: its signature is the credential, so `Authorization`
+/// (some providers send Basic credentials) is not looked at, and it has its own budget.
+fn is_webhook(method: &Method, path: &str) -> bool {
+    method == Method::POST && path.trim_end_matches('/') == "/api/v1/payments/webhook"
+}
+
+/// Identity's writes, after which this gateway reads the revocations at once, so that the
+/// caller's own next request already sees what the change revoked (other gateways see it when
+/// notified, within `revocations::STALE_AFTER` at worst).
+fn may_revoke(method: &Method, path: &str) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+        && ["/api/v1/auth/", "/api/v1/users/", "/api/v1/organizations/"]
+            .iter()
+            .any(|prefix| path.starts_with(prefix))
 }
 
 /// Routes reachable without a token: sign-in and registration flows, health, metrics and the
@@ -131,8 +153,65 @@ fn ambiguous_path(why: crate::paths::AmbiguousPath) -> Response {
         .into_response()
 }
 
-fn invalid_token() -> Response {
-    ApiError::from(Refusal::from(PlatformRefusal::AccessTokenInvalid)).into_response()
+/// Why a bearer was not accepted.
+enum BadBearer {
+    /// Not a token of ours, tampered with, or expired.
+    Invalid,
+    /// Revoked before its expiry.
+    Revoked,
+    /// Revocations could not be read lately.
+    Unknown,
+}
+
+impl BadBearer {
+    fn response(self) -> Response {
+        let refusal = match self {
+            BadBearer::Invalid => PlatformRefusal::AccessTokenInvalid,
+            BadBearer::Revoked => PlatformRefusal::AccessRevoked,
+            BadBearer::Unknown => PlatformRefusal::RevocationsUnknown,
+        };
+        let mut error = ApiError::from(Refusal::from(refusal));
+        if matches!(self, BadBearer::Unknown) {
+            error.retry_after = Some(1);
+        }
+        error.into_response()
+    }
+}
+
+/// The claims of an `Authorization: Bearer` value, if it verifies and was not revoked.
+fn check_bearer(door: &Door, value: &str) -> Result<Claims, BadBearer> {
+    let claims = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .and_then(|token| door.tokens.verify(token.trim()).ok())
+        .ok_or(BadBearer::Invalid)?;
+    match door.revocations.verdict(&claims) {
+        Verdict::Allowed => Ok(claims),
+        Verdict::Revoked => Err(BadBearer::Revoked),
+        Verdict::Unknown => Err(BadBearer::Unknown),
+    }
+}
+
+/// Passes the caller's identity on to the services.
+fn set_identity(request: &mut Request, claims: &Claims) {
+    let headers = request.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&claims.sub.to_string()) {
+        headers.insert(USER_ID, v);
+    }
+    if let Some(tenant) = claims.tenant_id
+        && let Ok(v) = HeaderValue::from_str(&tenant.to_string())
+    {
+        headers.insert(TENANT_ID, v);
+    }
+    let roles = claims
+        .roles
+        .iter()
+        .map(|r| r.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    if let Ok(v) = HeaderValue::from_str(&roles) {
+        headers.insert(USER_ROLES, v);
+    }
 }
 
 /// Middleware of the gateway router.
@@ -155,45 +234,30 @@ pub async fn authenticate(State(door): State<Door>, mut request: Request, next: 
     if is_internal(&path) {
         return ApiError::not_found().into_response();
     }
+    let public = is_public(request.method(), &path);
     let bearer = request
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_string());
+        .filter(|_| !is_webhook(request.method(), &path))
+        .map(|v| v.to_str().map(|v| v.trim().to_string()).unwrap_or_default());
     // A refusal at the door is still counted against the client's IP, so guessing tokens
     // or probing closed routes runs into the public limit like anything else.
     let mut refusal: Option<Response> = None;
-    let user = match bearer {
-        Some(value) => {
-            let claims = value
-                .strip_prefix("Bearer ")
-                .or_else(|| value.strip_prefix("bearer "))
-                .and_then(|token| door.tokens.verify(token.trim()).ok());
-            let Some(claims) = claims else {
-                refusal = Some(invalid_token());
-                return count_and_answer(&door, request, None, &path, refusal, next).await;
-            };
-            let headers = request.headers_mut();
-            if let Ok(v) = HeaderValue::from_str(&claims.sub.to_string()) {
-                headers.insert(USER_ID, v);
-            }
-            if let Some(tenant) = claims.tenant_id
-                && let Ok(v) = HeaderValue::from_str(&tenant.to_string())
-            {
-                headers.insert(TENANT_ID, v);
-            }
-            let roles = claims
-                .roles
-                .iter()
-                .map(|r| r.as_str())
-                .collect::<Vec<_>>()
-                .join(",");
-            if let Ok(v) = HeaderValue::from_str(&roles) {
-                headers.insert(USER_ROLES, v);
-            }
+    let user = match bearer.map(|value| check_bearer(&door, &value)) {
+        Some(Ok(claims)) => {
+            set_identity(&mut request, &claims);
             Some(claims.sub.as_uuid())
         }
-        None if is_public(request.method(), &path) => None,
+        Some(Err(_)) if public => {
+            // Public routes answer as to anyone; the token no service may see goes.
+            request.headers_mut().remove(header::AUTHORIZATION);
+            None
+        }
+        Some(Err(why)) => {
+            refusal = Some(why.response());
+            None
+        }
+        None if public => None,
         None => {
             refusal = Some(ApiError::new(ErrorCode::Unauthorized).into_response());
             None
@@ -238,6 +302,10 @@ async fn count_and_answer(
         };
     }
     let bucket = match user {
+        _ if is_webhook(request.method(), path) => match ip_bucket(door, &request) {
+            Bucket::Public(ip) => Bucket::Webhook(ip),
+            other => other,
+        },
         _ if is_sign_in(request.method(), path) => ip_bucket(door, &request),
         Some(user) if is_upload(request.method(), path) => Bucket::Upload(user),
         Some(user) => Bucket::User(user),
@@ -250,6 +318,17 @@ async fn count_and_answer(
         error.into_response()
     } else if let Some(refusal) = refusal {
         refusal
+    } else if may_revoke(request.method(), path) {
+        let response = next.run(request).await;
+        if response.status().is_success() {
+            let read = door.revocations.refresh();
+            match tokio::time::timeout(Duration::from_secs(1), read).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "revocations not read after a change"),
+                Err(_) => tracing::warn!("revocations not read within 1 s after a change"),
+            }
+        }
+        response
     } else {
         next.run(request).await
     };

@@ -3,7 +3,7 @@
 
 use actors::cluster::Ownership;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
+use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use prometheus::{
@@ -158,13 +158,31 @@ fn unreachable_metric<T>() -> T {
     panic!("invalid metric definition")
 }
 
+/// The method as a label: the standard ones by name, any other (a client may invent
+/// methods of any length) as `other`.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
+}
+
 /// Middleware recording one request; `service` names the router it wraps.
 pub async fn record(
     State((metrics, service)): State<(Metrics, &'static str)>,
     request: Request,
     next: Next,
 ) -> Response {
-    let method = request.method().as_str().to_string();
+    let method = method_label(request.method());
+    // A route template, never the path as sent: labels must not grow with what clients send.
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -174,11 +192,11 @@ pub async fn record(
     let response = next.run(request).await;
     metrics
         .requests
-        .with_label_values(&[service, &method, &route, response.status().as_str()])
+        .with_label_values(&[service, method, &route, response.status().as_str()])
         .inc();
     metrics
         .latency
-        .with_label_values(&[service, &method, &route])
+        .with_label_values(&[service, method, &route])
         .observe(started.elapsed().as_secs_f64());
     response
 }

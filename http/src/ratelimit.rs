@@ -21,6 +21,8 @@ pub enum Bucket {
     User(uuid::Uuid),
     /// Uploads of a signed-in user.
     Upload(uuid::Uuid),
+    /// A payment provider's notifications, by source IP: bursts come exactly when seats sell.
+    Webhook(IpAddr),
 }
 
 /// The verdict on one request.
@@ -108,6 +110,7 @@ pub struct RateLimiter {
     public: u32,
     user: u32,
     upload: u32,
+    webhook: u32,
 }
 
 impl RateLimiter {
@@ -123,6 +126,7 @@ impl RateLimiter {
             public: config.public_per_minute,
             user: config.user_per_minute,
             upload: config.upload_per_minute,
+            webhook: config.webhook_per_minute,
         }
     }
 
@@ -133,6 +137,7 @@ impl RateLimiter {
             Bucket::Public(ip) => (format!("ip:{}", client_key(*ip)), self.public),
             Bucket::User(user) => (format!("user:{user}"), self.user),
             Bucket::Upload(user) => (format!("upload:{user}"), self.upload),
+            Bucket::Webhook(ip) => (format!("webhook:{}", client_key(*ip)), self.webhook),
         };
         let now = self.clock.now().timestamp();
         let window = now.div_euclid(WINDOW_SECONDS);

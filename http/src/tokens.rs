@@ -41,7 +41,8 @@ impl Tokens {
         }
     }
 
-    /// Signs an access token valid 15 minutes from `now`.
+    /// Signs an access token valid 15 minutes from `now`, at the user's access `version`.
+    #[allow(clippy::too_many_arguments)]
     pub fn issue(
         &self,
         user: UserId,
@@ -49,6 +50,7 @@ impl Tokens {
         tenant: Option<TenantId>,
         roles: Vec<Role>,
         session: Option<Uuid>,
+        version: i64,
         now: DateTime<Utc>,
     ) -> Result<AccessToken, jsonwebtoken::errors::Error> {
         let ttl = limits::access_token_ttl();
@@ -60,6 +62,7 @@ impl Tokens {
             exp: (now + ttl).timestamp(),
             iat: now.timestamp(),
             sid: session,
+            ver: version,
         };
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?;
         Ok(AccessToken {

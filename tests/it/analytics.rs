@@ -42,7 +42,7 @@ impl Seed {
 
     fn token(&self, tenant: Option<TenantId>, roles: Vec<Role>) -> String {
         http::tokens::Tokens::new(SECRET)
-            .issue(UserId::new(), None, tenant, roles, None, Utc::now())
+            .issue(UserId::new(), None, tenant, roles, None, 0, Utc::now())
             .unwrap()
             .token
     }
@@ -316,12 +316,15 @@ async fn seed_and_read(ctx: &Ctx, seed: &Seed) -> Vec<Value> {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("id,createdAt,eventType,eventId,userId,ticketTypeId,source,properties")
+        Some(
+            "\"id\",\"createdAt\",\"eventType\",\"eventId\",\"userId\",\"ticketTypeId\",\"source\",\"properties\""
+        ),
+        "every field quoted"
     );
     let mut per_type = std::collections::BTreeMap::<String, u64>::new();
     for line in lines {
         *per_type
-            .entry(line.split(',').nth(2).unwrap().to_string())
+            .entry(line.split(',').nth(2).unwrap().trim_matches('"').to_string())
             .or_default() += 1;
     }
     answers.push(json!(per_type));

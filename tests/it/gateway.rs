@@ -31,6 +31,7 @@ async fn forged_expired_wrong_algorithm_and_tampered_tokens_are_refused() {
             None,
             vec![],
             None,
+            0,
             chrono::Utc::now() - Duration::minutes(16),
         )
         .unwrap();
@@ -371,7 +372,7 @@ async fn two_gateway_processes_forward_and_share_one_budget_in_redis() {
     identity.stop().await;
     let user = domain::ids::UserId::new();
     let token = http::tokens::Tokens::new("test-secret-test-secret-test-secret")
-        .issue(user, None, None, vec![], None, chrono::Utc::now())
+        .issue(user, None, None, vec![], None, 0, chrono::Utc::now())
         .unwrap()
         .token;
     let down = send(

@@ -24,6 +24,7 @@ mod notifications;
 mod outbox;
 mod registrations_export;
 mod scenario;
+mod revocation;
 mod support;
 mod tenancy;
 mod ticketing;

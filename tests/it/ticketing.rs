@@ -15,7 +15,7 @@ const SECRET: &str = "test-secret-test-secret-test-secret";
 pub(crate) fn participant() -> (Uuid, String) {
     let user = domain::ids::UserId::new();
     let token = http::tokens::Tokens::new(SECRET)
-        .issue(user, None, None, vec![], None, Utc::now())
+        .issue(user, None, None, vec![], None, 0, Utc::now())
         .unwrap()
         .token;
     (user.as_uuid(), token)

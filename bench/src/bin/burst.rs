@@ -117,7 +117,7 @@ async fn burst(
             .map(|_| {
                 node.state
                     .tokens
-                    .issue(UserId::new(), None, None, vec![], None, Utc::now())
+                    .issue(UserId::new(), None, None, vec![], None, 0, Utc::now())
                     .map(|t| t.token)
             })
             .collect::<Result<_, _>>()?,

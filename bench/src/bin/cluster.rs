@@ -170,7 +170,7 @@ async fn settled(db: &tokio_postgres::Client, n: i64) -> anyhow::Result<()> {
 
 fn token(user: UserId, tenant: Option<TenantId>, roles: Vec<Role>) -> anyhow::Result<String> {
     Ok(http::tokens::Tokens::new(SECRET)
-        .issue(user, None, tenant, roles, None, Utc::now())?
+        .issue(user, None, tenant, roles, None, 0, Utc::now())?
         .token)
 }
 

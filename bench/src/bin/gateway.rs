@@ -93,7 +93,7 @@ async fn main() -> anyhow::Result<()> {
     let token = node
         .state
         .tokens
-        .issue(user.id, Some(email), None, vec![], None, chrono::Utc::now())?
+        .issue(user.id, Some(email), None, vec![], None, 0, chrono::Utc::now())?
         .token;
 
     let client = reqwest::Client::builder()

@@ -14,6 +14,10 @@ refusals! {
         AccountDeleted => (Unauthorized,
             "Учётная запись удалена",
             "This account was deleted"),
+        /// Signing in to an account a platform administrator blocked.
+        AccountBlocked => (Forbidden,
+            "Учётная запись заблокирована администратором платформы",
+            "This account was blocked by a platform administrator"),
         /// Deleting one's account while still owning organizations.
         OwnsOrganizations => (BusinessRule,
             "Сначала удалите организации, которыми вы владеете",

@@ -27,4 +27,8 @@ pub struct Claims {
     /// The session (refresh token chain) the token belongs to.
     #[serde(default)]
     pub sid: Option<Uuid>,
+    /// The user's access version when the token was issued; a membership, role or account
+    /// change raises it and ends every token below it.
+    #[serde(default)]
+    pub ver: i64,
 }

@@ -75,6 +75,8 @@ pub async fn login(
         return Err(ApiError::new(ErrorCode::InvalidCredentials));
     };
     check_password(&state, &user, hash, body.password, now).await?;
+    // Told only to whoever knows the password, so a guesser learns nothing from it.
+    refuse_blocked(&user)?;
     users::login_succeeded(&state.db, user.id, now).await?;
     let issued = sessions::start(&state.db, user.id, now).await?;
     Ok(Json(session_response(
@@ -105,6 +107,14 @@ pub(super) async fn check_password(
             Some(until) => locked(until),
             None => ApiError::new(ErrorCode::InvalidCredentials),
         });
+    }
+    Ok(())
+}
+
+/// A blocked account gets no new session (its old ones ended when it was blocked).
+fn refuse_blocked(user: &users::User) -> Result<(), ApiError> {
+    if user.blocked {
+        return Err(Refusal::from(IdentityRefusal::AccountBlocked).into());
     }
     Ok(())
 }
@@ -312,6 +322,7 @@ pub async fn messenger_sign_in(
     };
     Ok((
         status,
+    refuse_blocked(&user)?;
         Json(session_response(&state, user, None, Vec::new(), issued)?),
     ))
 }

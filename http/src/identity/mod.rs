@@ -161,6 +161,7 @@ pub(crate) fn session_response(
             tenant,
             roles,
             Some(issued.session_id),
+            user.access_version,
             state.clock.now(),
         )
         .map_err(|e| ApiError::internal(&e))?;

@@ -154,10 +154,13 @@ pub async fn switch(
 ) -> Result<Json<AccessTokenDto>, ApiError> {
     let user_id = caller.require_user()?;
     let tenant = TenantId(id);
-    let (_, role) = organizations::get(&state.db, tenant, user_id).await?;
+    // The user (and so the access version) is read before the role: a role change that
+    // commits in between then leaves a token below the new version, refused at once, never
+    // the old role at the new version.
     let user = storage::identity::users::by_id(&state.db, user_id)
         .await?
         .ok_or_else(|| ApiError::new(domain::ErrorCode::Unauthorized))?;
+    let (_, role) = organizations::get(&state.db, tenant, user_id).await?;
     // The session of the presented token (its `sid`) remembers the organization, so the
     // next refresh stays in it.
     let session = bearer_session(&state, &headers);
@@ -172,6 +175,7 @@ pub async fn switch(
             Some(tenant),
             vec![role],
             session,
+            user.access_version,
             state.clock.now(),
         )
         .map_err(|e| ApiError::internal(&e))?;

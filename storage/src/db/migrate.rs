@@ -156,6 +156,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V4__mail_tokens_hashed",
                 include_str!("../../../migrations/user_service/V4__mail_tokens_hashed.sql"),
             ),
+            (
+                "V5__access_revocations",
+                include_str!("../../../migrations/user_service/V5__access_revocations.sql"),
+            ),
         ],
         Schema::EventService => &[
             (

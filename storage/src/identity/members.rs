@@ -133,6 +133,7 @@ pub async fn change_role(
         }),
     )
     .await?;
+    super::revocations::user(&tx, target).await?;
     tx.commit().await?;
     Ok(role)
 }
@@ -167,6 +168,7 @@ pub async fn remove(
         }),
     )
     .await?;
+    super::revocations::user(&tx, target).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -9,6 +9,7 @@ pub mod mail_tokens;
 pub mod members;
 pub mod organizations;
 pub mod requests;
+pub mod revocations;
 pub mod sessions;
 pub mod users;
 

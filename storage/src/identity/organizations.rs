@@ -308,3 +308,5 @@ pub async fn delete(db: &Database, id: TenantId, user: UserId, now: DateTime<Utc
     tx.commit().await?;
     Ok(())
 }
+    // Tokens issued for the organization stop working now, not when they expire.
+    super::revocations::members_of(&tx, id).await?;

@@ -3,6 +3,7 @@
 //! Presenting a token that was already used revokes its whole session (reuse detection). A
 //! user keeps at most 10 active tokens; issuing an 11th revokes the oldest.
 
+use super::revocations;
 use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
 use base64::Engine;
@@ -76,15 +77,19 @@ async fn insert(
 pub async fn start(db: &Database, user: UserId, now: DateTime<Utc>) -> Result<Issued> {
     let tx = db.begin(Scope::user(user)).await?;
     let issued = insert(&tx, user, Uuid::now_v7(), None, now).await?;
-    tx.execute(
-        "UPDATE user_service.refresh_tokens SET revoked = true, revoked_at = $2
-         WHERE id IN (
-            SELECT id FROM user_service.refresh_tokens
-            WHERE user_id = $1 AND NOT revoked AND expires_at > $2
-            ORDER BY created_at DESC, id DESC OFFSET $3)",
-        &[&user.as_uuid(), &now, &limits::MAX_SESSIONS],
-    )
-    .await?;
+    let pushed_out = tx
+        .query(
+            "UPDATE user_service.refresh_tokens SET revoked = true, revoked_at = $2
+             WHERE id IN (
+                SELECT id FROM user_service.refresh_tokens
+                WHERE user_id = $1 AND NOT revoked AND expires_at > $2
+                ORDER BY created_at DESC, id DESC OFFSET $3)
+             RETURNING session_id",
+            &[&user.as_uuid(), &now, &limits::MAX_SESSIONS],
+        )
+        .await?;
+    let pushed_out: Vec<Uuid> = pushed_out.iter().map(|r| r.get(0)).collect();
+    revocations::sessions(&tx, user, &pushed_out).await?;
     tx.commit().await?;
     Ok(issued)
 }
@@ -103,15 +108,15 @@ pub async fn rotate(db: &Database, token: &str, now: DateTime<Utc>) -> Result<Ro
     let Some(row) = used else {
         let known = tx
             .query_opt(
-                "SELECT session_id, revoked FROM user_service.refresh_tokens WHERE token_hash = $1",
+                "SELECT session_id, revoked, user_id FROM user_service.refresh_tokens WHERE token_hash = $1",
                 &[&hash(token)],
             )
             .await?;
         if let Some(row) = known {
             let revoked: bool = row.get(1);
             if revoked {
-                // A used token came back: someone holds a copy. End the whole session so
-                // neither the thief nor the victim keeps a valid token from it.
+                // A used token came back: someone holds a copy. End the whole session, its
+                // access tokens included, so neither the thief nor the victim keeps one.
                 let session: Uuid = row.get(0);
                 tx.execute(
                     "UPDATE user_service.refresh_tokens SET revoked = true, revoked_at = $2
@@ -119,6 +124,7 @@ pub async fn rotate(db: &Database, token: &str, now: DateTime<Utc>) -> Result<Ro
                     &[&session, &now],
                 )
                 .await?;
+                revocations::sessions(&tx, UserId(row.get(2)), &[session]).await?;
                 tx.commit().await?;
                 tracing::warn!(%session, "refresh token reused; session revoked");
             }
@@ -128,10 +134,10 @@ pub async fn rotate(db: &Database, token: &str, now: DateTime<Utc>) -> Result<Ro
     let user = UserId(row.get(0));
     let session: Uuid = row.get(1);
     let tenant: Option<TenantId> = row.get::<_, Option<Uuid>>(2).map(TenantId);
-    // The user may have been deleted since the session started.
+    // The user may have been deleted or blocked since the session started.
     let active: bool = tx
         .query_one(
-            "SELECT EXISTS (SELECT 1 FROM user_service.users WHERE id = $1 AND deleted_at IS NULL)",
+            "SELECT EXISTS (SELECT 1 FROM user_service.users WHERE id = $1 AND deleted_at IS NULL AND blocked_at IS NULL)",
             &[&user.as_uuid()],
         )
         .await?
@@ -148,27 +154,35 @@ pub async fn rotate(db: &Database, token: &str, now: DateTime<Utc>) -> Result<Ro
     })
 }
 
-/// Ends the session a refresh token belongs to (logout). Unknown tokens are ignored.
+/// Ends the session a refresh token belongs to (logout), its access tokens included. Unknown
+/// tokens are ignored.
 pub async fn end_session(db: &Database, token: &str, now: DateTime<Utc>) -> Result<()> {
-    let client = db.client().await?;
-    client
-        .execute(
-            "UPDATE user_service.refresh_tokens SET revoked = true, revoked_at = $2
-             WHERE NOT revoked AND session_id = (SELECT session_id FROM user_service.refresh_tokens WHERE token_hash = $1)",
+    let tx = db.begin(Scope::anonymous()).await?;
+    let ended = tx
+        .query_opt(
+            "WITH ended AS (
+                UPDATE user_service.refresh_tokens SET revoked = true, revoked_at = $2
+                WHERE NOT revoked AND session_id = (SELECT session_id FROM user_service.refresh_tokens WHERE token_hash = $1)
+                RETURNING user_id, session_id)
+             SELECT user_id, session_id FROM ended LIMIT 1",
             &[&hash(token), &now],
         )
         .await?;
+    if let Some(row) = ended {
+        revocations::sessions(&tx, UserId(row.get(0)), &[row.get(1)]).await?;
+    }
+    tx.commit().await?;
     Ok(())
 }
 
-/// Ends every session of a user, inside a larger change.
+/// Ends every session of a user and every access token they hold, inside a larger change.
 pub async fn end_all(tx: &Tx, user: UserId, now: DateTime<Utc>) -> Result<()> {
     tx.execute(
         "UPDATE user_service.refresh_tokens SET revoked = true, revoked_at = $2 WHERE user_id = $1 AND NOT revoked",
         &[&user.as_uuid(), &now],
     )
     .await?;
-    Ok(())
+    revocations::user(tx, user).await
 }
 
 /// Remembers the organization a session switched to, so refreshing keeps it.
@@ -200,8 +214,8 @@ pub async fn active_count(db: &Database, user: UserId, now: DateTime<Utc>) -> Re
         .get(0))
 }
 
-/// The hourly cleanup: deletes expired refresh tokens and spent mail tokens. Returns the
-/// number of refresh tokens deleted.
+/// The hourly cleanup: deletes expired refresh tokens, spent mail tokens and old revocations.
+/// Returns the number of refresh tokens deleted.
 pub async fn purge_expired(db: &Database, now: DateTime<Utc>) -> Result<u64> {
     let client = db.client().await?;
     let n = client
@@ -222,5 +236,7 @@ pub async fn purge_expired(db: &Database, now: DateTime<Utc>) -> Result<u64> {
             &[&now],
         )
         .await?;
+    // Kept a day although a token lifetime would do: a gateway that was away reads them back.
+    revocations::purge(db, now - chrono::Duration::days(1)).await?;
     Ok(n)
 }

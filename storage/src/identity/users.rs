@@ -46,11 +46,16 @@ pub struct User {
     pub platform_admin: bool,
     /// Creation time.
     pub created_at: DateTime<Utc>,
+    /// Raised by every change that ends the user's access tokens (see `revocations`).
+    pub access_version: i64,
+    /// Whether a platform administrator blocked the account.
+    pub blocked: bool,
 }
 
 const COLUMNS: &str = "u.id, u.messenger_id, u.email, u.password_hash, u.first_name, u.last_name,
     u.email_verified, u.email_verified_at, u.last_login_at, u.locked_until, u.avatar_id,
-    EXISTS (SELECT 1 FROM user_service.platform_admins a WHERE a.user_id = u.id), u.created_at";
+    EXISTS (SELECT 1 FROM user_service.platform_admins a WHERE a.user_id = u.id), u.created_at,
+    u.access_version, u.blocked_at IS NOT NULL";
 
 fn from_row(row: &Row) -> User {
     User {
@@ -67,6 +72,8 @@ fn from_row(row: &Row) -> User {
         avatar_id: row.get(10),
         platform_admin: row.get(11),
         created_at: row.get(12),
+        access_version: row.get(13),
+        blocked: row.get(14),
     }
 }
 
@@ -201,7 +208,7 @@ pub async fn messenger_sign_in(
         )
         .await?;
     if let Some(row) = existing {
-        let deleted: Option<DateTime<Utc>> = row.get(13);
+        let deleted: Option<DateTime<Utc>> = row.get("deleted_at");
         if deleted.is_some() {
             return Err(Refusal::from(IdentityRefusal::AccountDeleted).into());
         }

@@ -67,6 +67,7 @@ async fn kill_9_during_a_large_cancellation_leaves_it_whole_or_undone() {
             Some(tenant),
             vec![domain::roles::Role::Owner],
             None,
+            0,
             chrono::Utc::now(),
         )
         .unwrap()

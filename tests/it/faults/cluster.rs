@@ -57,6 +57,7 @@ async fn load(
                 None,
                 vec![],
                 None,
+                0,
                 Utc::now(),
             )
             .unwrap()

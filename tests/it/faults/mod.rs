@@ -249,6 +249,7 @@ async fn kill_9_mid_burst_loses_no_seat_and_reservations_still_expire() {
                 None,
                 vec![],
                 None,
+                0,
                 chrono::Utc::now(),
             )
             .unwrap()

@@ -234,7 +234,7 @@ impl Drop for Shards {
 
 fn token(user: UserId, tenant: Option<TenantId>, roles: Vec<Role>) -> String {
     http::tokens::Tokens::new(SECRET)
-        .issue(user, None, tenant, roles, None, Utc::now())
+        .issue(user, None, tenant, roles, None, 0, Utc::now())
         .unwrap()
         .token
 }

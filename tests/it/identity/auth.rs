@@ -416,50 +416,127 @@ async fn verification_token_expires_after_a_day() {
     );
 }
 
+/// Mail tokens issued to `email`'s account, of either kind: one per mail requested.
+async fn tokens_issued(ctx: &Ctx, email: &str) -> i64 {
+    ctx.t
+        .owner()
+        .await
+        .query_one(
+            "SELECT count(*) FROM user_service.verification_tokens t
+             JOIN user_service.users u ON u.id = t.user_id WHERE u.email = $1",
+            &[&email],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
 #[tokio::test]
-async fn mail_requests_answer_alike_and_are_limited_to_three_an_hour() {
+async fn the_sign_up_mail_and_both_kinds_share_three_an_hour() {
+    let ctx = Ctx::new().await;
+    let email = format!("limit-{}@example.com", uuid::Uuid::now_v7().simple());
+    assert_eq!(ctx.register(&email).await.status, 201);
+    assert_eq!(tokens_issued(&ctx, &email).await, 1, "the sign-up mail");
+    let resend = ctx
+        .post(
+            "/api/v1/auth/resend-verification",
+            None,
+            json!({"email": email}),
+        )
+        .await;
+    assert_eq!(resend.status, 202, "{}", resend.body);
+    let forgot = ctx
+        .post("/api/v1/auth/forgot-password", None, json!({"email": email}))
+        .await;
+    assert_eq!(forgot.status, 202, "{}", forgot.body);
+    assert_eq!(tokens_issued(&ctx, &email).await, 3);
+
+    // The fourth mail of the hour, of either kind, is refused and issues nothing.
+    for endpoint in [
+        "/api/v1/auth/resend-verification",
+        "/api/v1/auth/forgot-password",
+    ] {
+        let fourth = ctx.post(endpoint, None, json!({"email": email})).await;
+        assert_eq!(fourth.status, 429, "{endpoint}: {}", fourth.body);
+        assert_eq!(fourth.body["code"], "rate_limit_exceeded");
+        assert_eq!(fourth.body["retryAfter"], 3600, "{}", fourth.body);
+        assert_eq!(fourth.headers["retry-after"], "3600");
+    }
+    assert_eq!(tokens_issued(&ctx, &email).await, 3, "no fourth token");
+
+    // The window slides: an hour after the sign-up mail, one more goes.
+    ctx.clock.advance(Duration::hours(1));
+    let later = ctx
+        .post("/api/v1/auth/forgot-password", None, json!({"email": email}))
+        .await;
+    assert_eq!(later.status, 202, "{}", later.body);
+    assert_eq!(tokens_issued(&ctx, &email).await, 4);
+    assert_eq!(
+        ctx.post("/api/v1/auth/forgot-password", None, json!({"email": "bad"}))
+            .await
+            .status,
+        400
+    );
+}
+
+#[tokio::test]
+async fn known_and_unknown_addresses_get_the_same_answers() {
     let ctx = Ctx::new().await;
     let known = format!("known-{}@example.com", uuid::Uuid::now_v7().simple());
     ctx.register(&known).await;
+    // The sign-up mail leaves the window, so both addresses start the hour alike.
+    ctx.clock.advance(Duration::hours(1));
     let unknown = format!("unknown-{}@example.com", uuid::Uuid::now_v7().simple());
+    for (n, endpoint) in [
+        "/api/v1/auth/forgot-password",
+        "/api/v1/auth/resend-verification",
+        "/api/v1/auth/forgot-password",
+        "/api/v1/auth/resend-verification",
+        "/api/v1/auth/forgot-password",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let a = ctx.post(endpoint, None, json!({"email": known})).await;
+        let b = ctx.post(endpoint, None, json!({"email": unknown})).await;
+        assert_eq!((a.status, &a.body), (b.status, &b.body), "{n}: {endpoint}");
+        assert_eq!(
+            a.headers.get("retry-after"),
+            b.headers.get("retry-after"),
+            "{n}: {endpoint}"
+        );
+        let expected = if n < 3 { 202 } else { 429 };
+        assert_eq!(a.status, expected, "{n}: {endpoint}: {}", a.body);
+    }
+    assert_eq!(tokens_issued(&ctx, &known).await, 1 + 3);
+}
+
+#[tokio::test]
+async fn asks_before_sign_up_count_and_the_account_is_created_all_the_same() {
+    let ctx = Ctx::new().await;
+    let email = format!("early-{}@example.com", uuid::Uuid::now_v7().simple());
     for endpoint in [
         "/api/v1/auth/forgot-password",
         "/api/v1/auth/resend-verification",
+        "/api/v1/auth/forgot-password",
     ] {
-        for _ in 0..3 {
-            let a = ctx.post(endpoint, None, json!({"email": known})).await;
-            let b = ctx.post(endpoint, None, json!({"email": unknown})).await;
-            assert_eq!((a.status, &a.body), (b.status, &b.body), "{endpoint}");
-            assert_eq!(a.status, 202);
-        }
-        let a = ctx.post(endpoint, None, json!({"email": known})).await;
-        let b = ctx.post(endpoint, None, json!({"email": unknown})).await;
-        assert_eq!(a.status, 429, "{endpoint}: fourth in the hour");
-        assert_eq!((a.status, &a.body["code"]), (b.status, &b.body["code"]));
-        assert_eq!(a.body["code"], "rate_limit_exceeded");
-        assert!(a.headers.contains_key("retry-after"));
+        let r = ctx.post(endpoint, None, json!({"email": email})).await;
+        assert_eq!(r.status, 202, "{endpoint}: {}", r.body);
     }
+    // The hour's three mails are spoken for: the account is made without a fourth mail.
+    let signed_up = ctx.register(&email).await;
+    assert_eq!(signed_up.status, 201, "{}", signed_up.body);
+    assert_eq!(tokens_issued(&ctx, &email).await, 0);
     ctx.clock.advance(Duration::hours(1));
-    assert_eq!(
-        ctx.post(
-            "/api/v1/auth/forgot-password",
+    let resend = ctx
+        .post(
+            "/api/v1/auth/resend-verification",
             None,
-            json!({"email": known})
+            json!({"email": email}),
         )
-        .await
-        .status,
-        202
-    );
-    assert_eq!(
-        ctx.post(
-            "/api/v1/auth/forgot-password",
-            None,
-            json!({"email": "bad"})
-        )
-        .await
-        .status,
-        400
-    );
+        .await;
+    assert_eq!(resend.status, 202, "{}", resend.body);
+    assert_eq!(tokens_issued(&ctx, &email).await, 1, "the link comes after the hour");
 }
 
 #[tokio::test]
@@ -634,6 +711,45 @@ async fn the_front_learns_which_bot_signs_in_and_nothing_secret() {
     assert_eq!(none.body["code"], "not_found");
 }
 
+/// An empty `MESSENGER_BOT_TOKEN=` was once a configured token: the widget's key is SHA-256 of
+/// the token, so SHA-256 of "" signed a login as any messenger account. Loaded from the
+/// environment such a token is dropped; set in code the handler refuses it all the same.
+#[tokio::test]
+async fn an_empty_bot_token_refuses_a_login_signed_with_the_empty_key() {
+    let loaded = domain::config::Config::load(None, [("MESSENGER_BOT_TOKEN", "")]).unwrap();
+    assert!(loaded.messenger.bot_token.is_none());
+    let from_env = Ctx::with_config(|c| c.messenger = loaded.messenger.clone()).await;
+    let in_code = Ctx::with_config(|c| {
+        c.messenger.bot_token = Some(domain::config::Secret::new(""));
+    })
+    .await;
+    for ctx in [&from_env, &in_code] {
+        let now = ctx.clock_now().timestamp();
+        let forged = widget("777", "Анна", now, "");
+        let r = ctx
+            .post(
+                "/api/v1/auth/messenger",
+                None,
+                serde_json::to_value(&forged).unwrap(),
+            )
+            .await;
+        assert_eq!(r.status, 503, "{}", r.body);
+        assert_eq!(r.body["code"], "service_unavailable", "{}", r.body);
+        assert_eq!(r.body["message"], "Messenger sign-in is not configured");
+        let users: i64 = ctx
+            .t
+            .owner()
+            .await
+            .query_one("SELECT count(*) FROM user_service.users", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(users, 0, "no account was signed in or created");
+        let offer = ctx.get("/api/v1/auth/messenger", None).await;
+        assert_eq!(offer.status, 404, "no sign-in button either: {}", offer.body);
+    }
+}
+
 #[tokio::test]
 async fn password_change_checks_the_current_one_and_ends_sessions() {
     let ctx = Ctx::new().await;
@@ -792,6 +908,7 @@ async fn identity_headers_from_clients_never_reach_the_service() {
             None,
             vec![],
             None,
+            0,
             chrono::Utc::now(),
         )
         .unwrap();

@@ -48,7 +48,7 @@ impl Platform {
         format!("{}{path}", self.base)
     }
 
-    async fn post(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
+    pub(crate) async fn post(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
         let mut r = self
             .http
             .post(self.url(path))
@@ -60,11 +60,11 @@ impl Platform {
         send(r).await
     }
 
-    async fn post_empty(&self, path: &str, token: &str) -> Reply {
+    pub(crate) async fn post_empty(&self, path: &str, token: &str) -> Reply {
         send(self.http.post(self.url(path)).bearer_auth(token)).await
     }
 
-    async fn get(&self, path: &str, token: &str) -> Reply {
+    pub(crate) async fn get(&self, path: &str, token: &str) -> Reply {
         send(self.http.get(self.url(path)).bearer_auth(token)).await
     }
 
@@ -91,7 +91,7 @@ impl Platform {
     }
 
     /// A token switched into `org`.
-    async fn switch(&self, s: &Session, org: &str) -> String {
+    pub(crate) async fn switch(&self, s: &Session, org: &str) -> String {
         let r = self
             .post_empty(&format!("/api/v1/organizations/{org}/switch"), &s.access)
             .await;

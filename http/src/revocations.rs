@@ -1,0 +1,115 @@
+//! The gateway's memory of revoked access tokens. Identity records every change that ends
+//! tokens early (storage::identity::revocations); each gateway reads them when notified
+//! (LISTEN) and every half second, so a revocation takes effect on every gateway within
+//! milliseconds, and within `STALE_AFTER` at worst: past that without a successful read, the
+//! gateway refuses to vouch for any token rather than trust one that may be revoked.
+
+use chrono::{DateTime, Utc};
+use domain::identity::revocation::{self, Revocations};
+use domain::identity::tokens::Claims;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use storage::Database;
+use tokio::sync::{Mutex, Notify, watch};
+
+/// How often the log is read without a notification.
+pub const POLL: Duration = Duration::from_millis(500);
+/// How old the last successful read may be before tokens are no longer vouched for.
+pub const STALE_AFTER: Duration = Duration::from_secs(2);
+
+/// What the feed says of a verified token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not revoked.
+    Allowed,
+    /// Revoked before its expiry.
+    Revoked,
+    /// The feed has not been read recently enough to tell.
+    Unknown,
+}
+
+/// The database time the next read looks back from.
+struct Reading {
+    since: DateTime<Utc>,
+}
+
+/// The revocations a gateway knows of.
+pub struct RevocationFeed {
+    db: Database,
+    set: RwLock<Revocations>,
+    reading: Mutex<Reading>,
+    fresh: RwLock<Option<Instant>>,
+}
+
+impl RevocationFeed {
+    /// A feed that has read nothing yet (it vouches for no token until it has).
+    pub fn new(db: Database) -> Arc<RevocationFeed> {
+        Arc::new(RevocationFeed {
+            db,
+            set: RwLock::new(Revocations::default()),
+            reading: Mutex::new(Reading {
+                since: Utc::now() - revocation::memory(),
+            }),
+            fresh: RwLock::new(None),
+        })
+    }
+
+    /// Whether a token with these verified claims may be trusted now.
+    pub fn verdict(&self, claims: &Claims) -> Verdict {
+        let fresh = *self.fresh.read().unwrap_or_else(|p| p.into_inner());
+        if !fresh.is_some_and(|at| at.elapsed() <= STALE_AFTER) {
+            return Verdict::Unknown;
+        }
+        if self
+            .set
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .allows(claims)
+        {
+            Verdict::Allowed
+        } else {
+            Verdict::Revoked
+        }
+    }
+
+    /// Reads what was revoked since the last read (with some overlap, see
+    /// `revocation::overlap`).
+    pub async fn refresh(&self) -> Result<(), storage::Error> {
+        let mut reading = self.reading.lock().await;
+        let started = Instant::now();
+        let (revocations, read_at) =
+            storage::identity::revocations::since(&self.db, reading.since).await?;
+        {
+            let mut set = self.set.write().unwrap_or_else(|p| p.into_inner());
+            set.apply(&revocations);
+            set.forget_before(read_at - revocation::memory());
+        }
+        reading.since = read_at - revocation::overlap();
+        // Fresh as of when the read started: anything committed before then was seen.
+        *self.fresh.write().unwrap_or_else(|p| p.into_inner()) = Some(started);
+        Ok(())
+    }
+
+    /// Reads the log whenever identity notifies and every [`POLL`], until `stop`.
+    pub async fn run(self: Arc<Self>, url: String, mut stop: watch::Receiver<bool>) {
+        let changed = Arc::new(Notify::new());
+        let wake = changed.clone();
+        let listener = tokio::spawn(storage::db::listen(
+            url,
+            storage::identity::revocations::CHANNEL,
+            move |_| wake.notify_one(),
+            stop.clone(),
+        ));
+        loop {
+            if let Err(e) = self.refresh().await {
+                tracing::warn!(error = %e, "revoked tokens not read; tokens are refused once the last reading is 2 s old");
+            }
+            tokio::select! {
+                _ = changed.notified() => {}
+                _ = tokio::time::sleep(POLL) => {}
+                _ = stop.changed() => break,
+            }
+        }
+        listener.abort();
+    }
+}
