@@ -61,23 +61,48 @@ impl ExportRow {
     }
 }
 
-/// A CSV field: quoted when needed, and a leading `=`, `+`, `-`, `@`, tab or carriage return
-/// neutralised so a spreadsheet does not run client-supplied text as a formula (spreadsheets
-/// skip a leading tab or carriage return and then read the formula behind it).
-pub fn csv_field(value: &str) -> String {
-    let value = if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{value}")
-    } else {
-        value.to_string()
-    };
-    if value.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", value.replace('"', "\"\""))
-    } else {
-        value
-    }
+/// Characters that make a spreadsheet read the text behind them as a formula. A tab or a
+/// carriage return counts because spreadsheets skip it and then read what follows.
+const FORMULA_START: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// Where a spreadsheet may begin a new cell inside our field: it may open the file with `;`
+/// as the separator (a Russian locale does) rather than `,`, take tabs for separators on a
+/// paste, or lose track of the quoting and break the record at a line end. Each such part
+/// must not start a formula either.
+const PART_SEPARATORS: [char; 5] = [',', ';', '\t', '\n', '\r'];
+
+/// Whether a part starting at `rest` would be read as a formula: its first character past
+/// quotes and blanks (other than tab and CR, which are formula starters themselves) is one of
+/// `FORMULA_START`.
+fn starts_formula(rest: &str) -> bool {
+    rest.chars()
+        .find(|&c| c != '"' && !(c.is_whitespace() && c != '\t' && c != '\r'))
+        .is_some_and(|c| FORMULA_START.contains(&c))
 }
 
-/// One CSV record, each cell quoted as `csv_field` does, ended by CRLF.
+/// The text of a cell with a `'` put before every part (the whole text, and whatever follows
+/// each `,`, `;`, tab or line end) that a spreadsheet would run as a formula, as the OWASP
+/// CSV-injection guidance asks; the original text stays readable behind the apostrophes.
+pub fn defuse(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    let mut part_starts = true;
+    for (i, c) in value.char_indices() {
+        if part_starts && starts_formula(&value[i..]) {
+            out.push('\'');
+        }
+        out.push(c);
+        part_starts = PART_SEPARATORS.contains(&c);
+    }
+    out
+}
+
+/// A CSV text field: always quoted (RFC 4180, quotes doubled), so a reader in any locale takes
+/// `,` and `;` inside it as text, and defused as `defuse` does for a reader that does not.
+pub fn csv_field(value: &str) -> String {
+    format!("\"{}\"", defuse(value).replace('"', "\"\""))
+}
+
+/// One CSV record of text cells, each written by `csv_field`, ended by CRLF.
 pub fn csv_line(cells: &[String]) -> String {
     let mut line = cells
         .iter()
@@ -174,18 +199,77 @@ mod tests {
     use super::*;
 
     #[test]
-    fn csv_fields_are_quoted_and_formulas_neutralised() {
-        assert_eq!(csv_field("plain"), "plain");
+    fn every_field_is_quoted_with_quotes_doubled() {
+        assert_eq!(csv_field("plain"), "\"plain\"");
+        assert_eq!(csv_field(""), "\"\"");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("=HYPERLINK(1)"), "'=HYPERLINK(1)");
-        assert_eq!(csv_field("-1,2"), "\"'-1,2\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_line(&["a".into(), "b;c".into()]), "\"a\",\"b;c\"\r\n");
     }
 
     #[test]
-    fn leading_tab_and_carriage_return_are_neutralised() {
-        assert_eq!(csv_field("\t=1+1"), "'\t=1+1");
-        assert_eq!(csv_field("\r=1+1"), "\"'\r=1+1\"");
-        assert_eq!(csv_field("a\tb"), "a\tb", "only a leading tab counts");
+    fn a_formula_at_the_start_is_defused() {
+        assert_eq!(csv_field("=HYPERLINK(1)"), "\"'=HYPERLINK(1)\"");
+        assert_eq!(csv_field("+7 999"), "\"'+7 999\"");
+        assert_eq!(csv_field("-1"), "\"'-1\"");
+        assert_eq!(csv_field("@cmd"), "\"'@cmd\"");
+        assert_eq!(defuse("\t=1+1"), "'\t'=1+1");
+        assert_eq!(defuse("\r=1+1"), "'\r'=1+1");
+        assert_eq!(
+            defuse("a\tb"),
+            "a\tb",
+            "a tab before plain text is harmless"
+        );
+        assert_eq!(defuse("'=1"), "'=1", "already text");
+    }
+
+    #[test]
+    fn blanks_and_quotes_do_not_hide_a_formula() {
+        assert_eq!(defuse("  =1+1"), "'  =1+1");
+        assert_eq!(defuse("\"=1+1\""), "'\"=1+1\"");
+        assert_eq!(defuse(" \" @x"), "' \" @x");
+        assert_eq!(
+            defuse("\u{a0}=1"),
+            "'\u{a0}=1",
+            "a no-break space is a blank too"
+        );
+        assert_eq!(
+            defuse("a = b"),
+            "a = b",
+            "only a part's first character counts"
+        );
+    }
+
+    #[test]
+    fn every_part_a_locale_could_split_off_is_defused() {
+        // Excel in a Russian locale splits on `;`.
+        assert_eq!(defuse("Ivan;=1+1;"), "Ivan;'=1+1;");
+        assert_eq!(defuse("Ivan,=1+1"), "Ivan,'=1+1");
+        assert_eq!(defuse("Ivan; =1+1"), "Ivan;' =1+1");
+        assert_eq!(defuse("Ivan;\"=1+1"), "Ivan;'\"=1+1");
+        assert_eq!(defuse("a;\t=1"), "a;'\t'=1");
+        assert_eq!(defuse("a\t-2"), "a\t'-2");
+        assert_eq!(defuse("two\n=lines"), "two\n'=lines");
+        assert_eq!(defuse("two\r\n@lines"), "two\r'\n'@lines");
+        assert_eq!(defuse("a;b,c"), "a;b,c", "plain parts are left alone");
+        assert_eq!(
+            csv_field("Ivan;=1+1;"),
+            "\"Ivan;'=1+1;\"",
+            "quoted, so a `,` reader sees one cell and a `;` reader no formula"
+        );
+        assert_eq!(
+            csv_field("x\";=1"),
+            "\"x\"\";'=1\"",
+            "a quote cannot close the field early"
+        );
+    }
+
+    #[test]
+    fn the_original_text_survives_behind_the_apostrophes() {
+        for text in ["Ivan;=1+1;", "\t=cmd", "Пётр; -5, +7", "two\n@lines"] {
+            let defused = defuse(text);
+            assert_eq!(defused.replace('\'', ""), text);
+        }
     }
 }

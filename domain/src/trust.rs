@@ -107,7 +107,8 @@ pub fn verify(
     let signer = signer_from(signer).ok_or(TrustError::Malformed)?;
     let at: i64 = at.parse().map_err(|_| TrustError::Malformed)?;
     let signature = hex::decode(signature).map_err(|_| TrustError::Malformed)?;
-    if (now - at).abs() > MAX_SKEW_SECONDS {
+    // abs_diff, not (now - at).abs(): `at` comes from the caller and i64::MIN would overflow.
+    if now.abs_diff(at) > MAX_SKEW_SECONDS.unsigned_abs() {
         return Err(TrustError::Stale);
     }
     let mac = mac(secret, signer, at, request).ok_or(TrustError::BadSignature)?;
@@ -203,6 +204,14 @@ mod tests {
             verify(SECRET, Some(&header), 939, &request()),
             Err(TrustError::Stale)
         );
+        for extreme in [i64::MIN, i64::MAX] {
+            let header = sign(SECRET, Service::Gateway, extreme, &request());
+            assert_eq!(
+                verify(SECRET, Some(&header), 1_000, &request()),
+                Err(TrustError::Stale),
+                "at={extreme}"
+            );
+        }
         assert_eq!(
             verify(SECRET, None, 1_000, &request()),
             Err(TrustError::Missing)

@@ -324,7 +324,13 @@ async fn seed_and_read(ctx: &Ctx, seed: &Seed) -> Vec<Value> {
     let mut per_type = std::collections::BTreeMap::<String, u64>::new();
     for line in lines {
         *per_type
-            .entry(line.split(',').nth(2).unwrap().trim_matches('"').to_string())
+            .entry(
+                line.split(',')
+                    .nth(2)
+                    .unwrap()
+                    .trim_matches('"')
+                    .to_string(),
+            )
             .or_default() += 1;
     }
     answers.push(json!(per_type));

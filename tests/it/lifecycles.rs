@@ -342,6 +342,17 @@ async fn the_webhook_refuses_forgeries_and_takes_a_payment_once() {
             webhook_signed(&ctx, &body, WEBHOOK_SECRET, now - 360).await,
             "the signature is older than five minutes",
         ),
+        // Extreme times once overflowed `(now - t).abs()`: a panic and a 500 in a debug build.
+        (
+            "signed at i64::MIN",
+            webhook_signed(&ctx, &body, WEBHOOK_SECRET, i64::MIN).await,
+            "the signature is older than five minutes",
+        ),
+        (
+            "signed at i64::MAX",
+            webhook_signed(&ctx, &body, WEBHOOK_SECRET, i64::MAX).await,
+            "the signature is older than five minutes",
+        ),
     ] {
         assert_eq!(reply.status, 401, "{what}: {}", reply.body);
         assert_eq!(reply.body["code"], "unauthorized", "{what}");

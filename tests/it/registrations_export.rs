@@ -11,7 +11,17 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 const BOM: &str = "\u{feff}";
-const HEADER: &str = "firstName,lastName,email,ticketType,status,confirmationCode,registeredAt,checkedInAt,source\r\n";
+const HEADER: &str = "\"firstName\",\"lastName\",\"email\",\"ticketType\",\"status\",\"confirmationCode\",\"registeredAt\",\"checkedInAt\",\"source\"\r\n";
+
+/// A record as the file writes it: every cell quoted, quotes doubled, CRLF. The cells are
+/// given already defused.
+fn record(cells: &[&str]) -> String {
+    let quoted: Vec<String> = cells
+        .iter()
+        .map(|c| format!("\"{}\"", c.replace('"', "\"\"")))
+        .collect();
+    format!("{}\r\n", quoted.join(","))
+}
 
 /// A registration of `body` (names, email, source) for `ticket_type`; the answer.
 async fn register(
@@ -109,6 +119,7 @@ struct Seed {
     owner: Session,
     org: String,
     event: String,
+    free: String,
     paid: String,
     participant: String,
     lines: [String; 4],
@@ -200,30 +211,50 @@ async fn seed(ctx: &Ctx) -> Seed {
         .get(0);
 
     let lines = [
-        format!(
-            "Anna,\"Doe, \"\"Jr\"\"\",anna@example.com,Free,CHECKED_IN,{},{},{},vk\r\n",
+        record(&[
+            "Anna",
+            "Doe, \"Jr\"",
+            "anna@example.com",
+            "Free",
+            "CHECKED_IN",
             code(&anna),
-            at(&anna["createdAt"]),
-            checked_in_at.to_rfc3339_opts(SecondsFormat::Secs, true)
-        ),
-        format!(
-            "\"'=SUM(1,2)\",'@cmd,,Free,{},{},{},,\r\n",
+            &at(&anna["createdAt"]),
+            &checked_in_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+            "vk",
+        ]),
+        record(&[
+            "'=SUM(1,2)",
+            "'@cmd",
+            "",
+            "Free",
             status(&formula),
             code(&formula),
-            at(&formula["createdAt"])
-        ),
-        format!(
-            "Пётр,Иванов,,Paid,{},{},{},,\r\n",
+            &at(&formula["createdAt"]),
+            "",
+            "",
+        ]),
+        record(&[
+            "Пётр",
+            "Иванов",
+            "",
+            "Paid",
             status(&petr),
             code(&petr),
-            at(&petr["createdAt"])
-        ),
-        format!(
-            "'\t=cmd,\"two\nlines\",,Free,{},{},{},,\r\n",
+            &at(&petr["createdAt"]),
+            "",
+            "",
+        ]),
+        record(&[
+            "'\t'=cmd",
+            "two\nlines",
+            "",
+            "Free",
             status(&odd),
             code(&odd),
-            at(&odd["createdAt"])
-        ),
+            &at(&odd["createdAt"]),
+            "",
+            "",
+        ]),
     ];
     assert_eq!(status(&formula), "CONFIRMED");
     assert_eq!(status(&odd), "CONFIRMED");
@@ -236,6 +267,7 @@ async fn seed(ctx: &Ctx) -> Seed {
         owner,
         org,
         event,
+        free,
         paid,
         participant: anna_token,
         lines,
@@ -401,7 +433,133 @@ async fn every_row_comes_out_past_one_page() {
         .collect();
     assert_eq!(lines.len(), 1 + 1205);
     for (n, line) in lines[1..].iter().enumerate() {
-        let expected = format!("Bulk,N{},,Free,CANCELLED,B{:07},", n + 1, n + 1);
+        let expected = format!(
+            "\"Bulk\",\"N{}\",\"\",\"Free\",\"CANCELLED\",\"B{:07}\",",
+            n + 1,
+            n + 1
+        );
         assert!(line.starts_with(&expected), "row {}: {line}", n + 1);
+    }
+}
+
+/// The records of `csv` as Python's `csv` module reads them with `delimiter`: a real reader,
+/// with its own idea of quotes, rather than ours.
+fn python_reads(csv: &str, delimiter: char) -> Vec<Vec<String>> {
+    use std::io::Write;
+    const SCRIPT: &str = "import csv, io, json, sys
+text = sys.stdin.buffer.read().decode('utf-8-sig')
+rows = list(csv.reader(io.StringIO(text, newline=''), delimiter=sys.argv[1]))
+json.dump(rows, sys.stdout)";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", SCRIPT, &delimiter.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(csv.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "python csv with {delimiter:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Where a spreadsheet may see a formula in `text`: the first character of the text and of
+/// every part after a `,`, `;`, tab or line end, past blanks and quotes.
+fn formula_parts(text: &str) -> Vec<String> {
+    text.split([',', ';', '\t', '\r', '\n'])
+        .chain([text])
+        .filter(|part| {
+            part.chars()
+                .find(|&c| c != '"' && !(c.is_whitespace() && c != '\t' && c != '\r'))
+                .is_some_and(|c| ['=', '+', '-', '@', '\t', '\r'].contains(&c))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_real_csv_reader_finds_no_formula_with_either_separator() {
+    let ctx = Ctx::new().await;
+    let s = seed(&ctx).await;
+    // Names set in the database: the API refuses control characters, and an import or an
+    // older version could have left any text there.
+    let tricks = [
+        ("Ivan;=1+1;", "Petrov; -2"),
+        ("x;\"=cmd|' /C calc'!A0", "a, @SUM(1)"),
+        ("  +7 999 123", "ok;  \"@x\""),
+        ("a;\t=1", "two\r\n@lines"),
+        ("\r=cr", "q\"\t-3"),
+    ];
+    let db = ctx.t.owner().await;
+    for (first, last) in tricks.iter() {
+        let (_, token) = participant();
+        let r = register(
+            &ctx,
+            &token,
+            &s.event,
+            &s.free,
+            json!({"firstName": "Name", "lastName": "Name"}),
+        )
+        .await;
+        let id: Uuid = r["id"].as_str().unwrap().parse().unwrap();
+        db.execute(
+            "UPDATE event_service.registrations SET first_name = $2, last_name = $3 WHERE id = $1",
+            &[&id, first, last],
+        )
+        .await
+        .unwrap();
+    }
+    let names: Vec<&str> = tricks.iter().flat_map(|(f, l)| [*f, *l]).collect();
+    for name in &names {
+        assert!(!formula_parts(name).is_empty(), "{name:?} is a trick");
+    }
+
+    let file = csv(&ctx, &s.event, "", &s.owner.access).await;
+    for delimiter in [',', ';'] {
+        let rows = python_reads(&file, delimiter);
+        assert!(rows.len() > names.len() / 2, "{delimiter:?}: {rows:?}");
+        for cell in rows.iter().flatten() {
+            assert!(
+                formula_parts(cell).is_empty(),
+                "{delimiter:?}: a formula in {cell:?}: {:?}",
+                formula_parts(cell)
+            );
+        }
+        // The text is still there behind the apostrophes, whatever the reader made of it.
+        let flat: String = rows
+            .iter()
+            .flatten()
+            .map(|c| c.replace(['\'', '"'], ""))
+            .collect::<Vec<_>>()
+            .join("\u{1}");
+        for name in &names {
+            for piece in name.split([';', ',', '\r', '\n']) {
+                let piece = piece.replace(['\'', '"'], "");
+                assert!(
+                    flat.contains(&piece),
+                    "{delimiter:?}: {piece:?} of {name:?} is gone"
+                );
+            }
+        }
+    }
+    // With the file's own separator every cell comes back whole: the name behind the
+    // apostrophes, in its own column.
+    let rows = python_reads(&file, ',');
+    for (first, last) in tricks.iter() {
+        assert!(
+            rows.iter()
+                .any(|r| r[0].replace('\'', "") == first.replace('\'', "")
+                    && r[1].replace('\'', "") == last.replace('\'', "")),
+            "{first:?} {last:?} in {rows:?}"
+        );
     }
 }

@@ -250,7 +250,8 @@ pub fn verify_signature(
     if signatures.is_empty() {
         return Err(SignatureError::Malformed);
     }
-    if (now - t).abs() > SIGNATURE_TOLERANCE_SECONDS {
+    // abs_diff, not (now - t).abs(): `t` comes from the caller and i64::MIN would overflow.
+    if now.abs_diff(t) > SIGNATURE_TOLERANCE_SECONDS.unsigned_abs() {
         return Err(SignatureError::Stale);
     }
     for signature in signatures {
@@ -428,5 +429,13 @@ mod tests {
             verify_signature(secret, None, body, 1_000),
             Err(SignatureError::Missing)
         );
+        for extreme in [i64::MIN, i64::MAX] {
+            let header = signature_header(secret, extreme, body);
+            assert_eq!(
+                verify_signature(secret, Some(&header), body, 1_000),
+                Err(SignatureError::Stale),
+                "t={extreme}"
+            );
+        }
     }
 }

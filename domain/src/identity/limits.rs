@@ -26,11 +26,18 @@ pub fn email_verification_ttl() -> Duration {
 pub fn password_reset_ttl() -> Duration {
     Duration::hours(1)
 }
-/// Verification or reset mails per email address and kind within `mail_window`.
+/// Verification and reset mails together per email address within `mail_window`, the
+/// sign-up mail included.
 pub const MAILS_PER_WINDOW: i64 = 3;
 /// The window of the mail limit.
 pub fn mail_window() -> Duration {
     Duration::hours(1)
+}
+/// Whether one more verification or reset mail may go to an address that was asked
+/// `asked_in_window` of them (of either kind, sign-up included) within `mail_window`. Asks for
+/// unknown addresses count alike, so the answer never tells whether an account exists.
+pub fn mail_allowed(asked_in_window: i64) -> bool {
+    asked_in_window < MAILS_PER_WINDOW
 }
 /// Organization invite validity.
 pub fn invite_ttl() -> Duration {
@@ -43,4 +50,17 @@ pub fn slug_reservation() -> Duration {
 /// How old a messenger sign-in payload may be.
 pub fn messenger_auth_max_age() -> Duration {
     Duration::minutes(10)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_mails_an_hour_whatever_their_kind() {
+        assert!(mail_allowed(0));
+        assert!(mail_allowed(2), "the third mail goes");
+        assert!(!mail_allowed(3), "the fourth does not");
+        assert!(!mail_allowed(40));
+    }
 }

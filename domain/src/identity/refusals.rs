@@ -46,10 +46,18 @@ refusals! {
         MessengerSignatureInvalid => (Unauthorized,
             "Подпись данных входа неверна",
             "The sign-in data signature is invalid"),
-        /// An organization (or a request for one) names a slug already taken or reserved.
+        /// An organization (or a request for one) names a slug a live organization uses.
         SlugTaken => (Conflict,
-            "Этот адрес (slug) уже занят",
-            "This slug is already taken"),
+            "Этот адрес (slug) уже занят организацией",
+            "This slug is already used by an organization"),
+        /// The slug is asked for in another user's request awaiting review.
+        SlugRequested => (Conflict,
+            "Этот адрес (slug) уже запрошен в другой заявке, ожидающей рассмотрения",
+            "This slug is asked for in another request awaiting review"),
+        /// The slug is kept for another user's approved request (7 days from approval).
+        SlugReserved => (Conflict,
+            "Этот адрес (slug) закреплён за другой одобренной заявкой",
+            "This slug is reserved for another approved request"),
         /// A second organization request while one is pending.
         RequestPending => (BusinessRule,
             "У вас уже есть заявка на рассмотрении",

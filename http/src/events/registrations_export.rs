@@ -1,8 +1,9 @@
 //! The registrations of an event as a CSV file for its organizers: every registration (no page
 //! cap), read page by page and streamed as it comes. UTF-8 with a byte order mark (so Excel
-//! reads Cyrillic names), CRLF line ends, fields quoted as RFC 4180 asks, and a cell that a
-//! spreadsheet would run as a formula (a leading `=`, `+`, `-`, `@`, tab or CR) given a leading
-//! apostrophe, by the analytics export's `csv_field`.
+//! reads Cyrillic names), CRLF line ends, every field quoted as RFC 4180 allows, and every part
+//! of a cell that a spreadsheet in any locale would run as a formula (`=`, `+`, `-`, `@`, tab or
+//! CR at its start or after a `,` or `;`) given a leading apostrophe, by the analytics export's
+//! `csv_field`.
 
 use super::organizer;
 use crate::context::Caller;
@@ -190,7 +191,7 @@ mod tests {
         ];
         assert_eq!(
             csv_line(&cells),
-            "\"Doe, \"\"Jr\"\"\",\"'=HYPERLINK(\"\"x\"\")\",\"two\nlines\",\r\n"
+            "\"Doe, \"\"Jr\"\"\",\"'=HYPERLINK(\"\"x\"\")\",\"two\nlines\",\"\"\r\n"
         );
     }
 

@@ -160,6 +160,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V5__access_revocations",
                 include_str!("../../../migrations/user_service/V5__access_revocations.sql"),
             ),
+            (
+                "V6__organization_slug_live",
+                include_str!("../../../migrations/user_service/V6__organization_slug_live.sql"),
+            ),
         ],
         Schema::EventService => &[
             (

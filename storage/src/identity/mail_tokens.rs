@@ -1,5 +1,5 @@
 //! Single-use mail tokens: email verification (24 hours) and password reset (1 hour), and
-//! the limit of 3 such mails per hour per address.
+//! the limit of 3 such mails per hour per address, both kinds and the sign-up mail together.
 //!
 //! A token is stored only as its SHA-256 (hex), like a refresh token: whoever reads the table
 //! cannot use what they read. The token itself goes into a `mail.requested` event written in
@@ -64,6 +64,35 @@ pub(crate) async fn issue(
     Ok(())
 }
 
+/// Counts a mail of `kind` to `email` against the hourly limit inside `tx`: true, and the mail
+/// recorded, when `limits::mail_allowed`; false, and nothing recorded, otherwise. Every kind
+/// counts against the one limit, as the spec's "3 per hour per email" reads.
+pub(crate) async fn count_against_limit(
+    tx: &Tx,
+    email: &str,
+    kind: TokenKind,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    // Serialize mails to one address so two parallel ones cannot both pass the count.
+    super::lock(tx, &format!("mail:{email}")).await?;
+    let recent: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM user_service.mail_requests WHERE email = $1 AND created_at > $2",
+            &[&email, &(now - limits::mail_window())],
+        )
+        .await?
+        .get(0);
+    if !limits::mail_allowed(recent) {
+        return Ok(false);
+    }
+    tx.execute(
+        "INSERT INTO user_service.mail_requests (email, kind, created_at) VALUES ($1, $2, $3)",
+        &[&email, &kind.as_str(), &now],
+    )
+    .await?;
+    Ok(true)
+}
+
 /// A verification or reset mail asked for by address (known or not). Counts the request
 /// against the hourly limit and, for an active account that needs the mail, issues the token
 /// and requests the mail, all in one transaction. False when the limit is reached, in which
@@ -76,27 +105,9 @@ pub async fn request(
     now: DateTime<Utc>,
 ) -> Result<bool> {
     let tx = db.begin(Scope::anonymous()).await?;
-    // Serialize requests for one address so two parallel ones cannot both pass the count.
-    tx.execute(
-        "SELECT pg_advisory_xact_lock(hashtext($1))",
-        &[&format!("mail:{email}")],
-    )
-    .await?;
-    let recent: i64 = tx
-        .query_one(
-            "SELECT count(*) FROM user_service.mail_requests WHERE email = $1 AND kind = $2 AND created_at > $3",
-            &[&email, &kind.as_str(), &(now - limits::mail_window())],
-        )
-        .await?
-        .get(0);
-    if recent >= limits::MAILS_PER_WINDOW {
+    if !count_against_limit(&tx, email, kind, now).await? {
         return Ok(false);
     }
-    tx.execute(
-        "INSERT INTO user_service.mail_requests (email, kind, created_at) VALUES ($1, $2, $3)",
-        &[&email, &kind.as_str(), &now],
-    )
-    .await?;
     // An address already verified gets no second verification mail.
     let user = tx
         .query_opt(

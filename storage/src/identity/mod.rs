@@ -33,6 +33,14 @@ pub(crate) async fn publish(
     .await
 }
 
+/// Takes the transaction-long lock named `key`: checks that read before they write (the pending
+/// request of a user, the holders of a slug, the mails to an address) are serialized by it.
+pub(crate) async fn lock(tx: &Tx, key: &str) -> Result<(), DbError> {
+    tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&key])
+        .await?;
+    Ok(())
+}
+
 /// A random code of `len` characters from an alphabet without look-alikes (no 0/O, 1/I/L).
 pub fn random_code(len: usize) -> String {
     const ALPHABET: &[u8] = b"23456789ABCDEFGHJKMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz";

@@ -133,13 +133,16 @@ pub async fn create_from_request(
     let name: String = request.get(1);
     let slug: String = request.get(2);
     let description: Option<String> = request.get(3);
+    // An approval whose reservation lapsed still lets its requester create, but only while
+    // nobody else holds the slug (an organization, another user's pending or reserved request).
+    super::requests::require_free_slug(&tx, &slug, user, now).await?;
     let id = TenantId::new();
     let inserted = tx
         .query_opt(
             &format!(
                 "WITH o AS (
                     INSERT INTO user_service.organizations (id, owner_id, name, slug, description, settings, created_at, updated_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (slug) DO NOTHING RETURNING *
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (slug) WHERE deleted_at IS NULL DO NOTHING RETURNING *
                  ) SELECT {COLUMNS} FROM o"
             ),
             &[&id.as_uuid(), &user.as_uuid(), &name, &slug, &description, &default_settings(), &now],
@@ -305,8 +308,8 @@ pub async fn delete(db: &Database, id: TenantId, user: UserId, now: DateTime<Utc
         }),
     )
     .await?;
+    // Tokens issued for the organization stop working now, not when they expire.
+    super::revocations::members_of(&tx, id).await?;
     tx.commit().await?;
     Ok(())
 }
-    // Tokens issued for the organization stop working now, not when they expire.
-    super::revocations::members_of(&tx, id).await?;

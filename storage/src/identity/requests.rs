@@ -10,7 +10,7 @@ use domain::contract::identity::{RequestCreated, RequestReviewed};
 use domain::error::Refusal;
 use domain::identity::limits;
 use domain::identity::refusals::IdentityRefusal;
-use domain::identity::requests::{RequestStatus, Review};
+use domain::identity::requests::{RequestStatus, Review, SlugClaim, SlugFacts, slug_holder};
 use domain::ids::UserId;
 use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
 use tokio_postgres::Row;
@@ -90,29 +90,55 @@ fn from_row(row: &Row) -> OrgRequest {
     }
 }
 
-fn slug_taken() -> Refusal {
-    Refusal::from(IdentityRefusal::SlugTaken)
+/// What holds `slug` (`domain::identity::requests::SlugFacts`), read inside `tx` after taking
+/// the slug's lock until `tx` ends: submission, approval and creation each take it, so none of
+/// them acts on facts another is about to change.
+pub(crate) async fn slug_facts(tx: &crate::Tx, slug: &str) -> Result<SlugFacts> {
+    super::lock(tx, &format!("slug:{slug}")).await?;
+    let live_organization: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM user_service.organizations WHERE slug = $1 AND deleted_at IS NULL)",
+            &[&slug],
+        )
+        .await?
+        .get(0);
+    let claims = tx
+        .query(
+            "SELECT user_id, status, reserved_until, organization_id IS NOT NULL
+             FROM user_service.organization_requests WHERE slug = $1 AND status <> 'REJECTED'",
+            &[&slug],
+        )
+        .await?
+        .iter()
+        .filter_map(|row| {
+            let status: String = row.get(1);
+            Some(SlugClaim {
+                user_id: UserId(row.get(0)),
+                status: status.parse().ok()?,
+                reserved_until: row.get(2),
+                used: row.get(3),
+            })
+        })
+        .collect();
+    Ok(SlugFacts {
+        live_organization,
+        claims,
+    })
 }
 
-/// Whether `slug` is taken for `user`: by an organization, a pending request, or another
-/// user's live reservation.
-pub(crate) async fn slug_in_use(
+/// Refuses with the matching 409 unless `slug` is free for `user` at `now`, by the one rule
+/// (`slug_holder`) every step applies.
+pub(crate) async fn require_free_slug(
     tx: &crate::Tx,
     slug: &str,
     user: UserId,
     now: DateTime<Utc>,
-) -> Result<bool> {
-    Ok(tx
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM user_service.organizations WHERE slug = $1)
-                 OR EXISTS (SELECT 1 FROM user_service.organization_requests WHERE slug = $1 AND status = 'PENDING')
-                 OR EXISTS (SELECT 1 FROM user_service.organization_requests
-                            WHERE slug = $1 AND status = 'APPROVED' AND organization_id IS NULL
-                              AND reserved_until > $3 AND user_id <> $2)",
-            &[&slug, &user.as_uuid(), &now],
-        )
-        .await?
-        .get(0))
+) -> Result<()> {
+    let facts = slug_facts(tx, slug).await?;
+    match slug_holder(&facts, user, now) {
+        None => Ok(()),
+        Some(holder) => Err(Refusal::from(IdentityRefusal::from(holder)).into()),
+    }
 }
 
 /// Submits a request; one pending request per user, slug free.
@@ -126,11 +152,7 @@ pub async fn submit(
 ) -> Result<OrgRequest> {
     let tx = db.begin(Scope::user(user)).await?;
     // One submission per user at a time, so the pending check below cannot race.
-    tx.execute(
-        "SELECT pg_advisory_xact_lock(hashtext($1))",
-        &[&format!("org-request:{user}")],
-    )
-    .await?;
+    super::lock(&tx, &format!("org-request:{user}")).await?;
     let pending: bool = tx
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM user_service.organization_requests WHERE user_id = $1 AND status = 'PENDING')",
@@ -141,9 +163,7 @@ pub async fn submit(
     if pending {
         return Err(Refusal::from(IdentityRefusal::RequestPending).into());
     }
-    if slug_in_use(&tx, slug, user, now).await? {
-        return Err(slug_taken().into());
-    }
+    require_free_slug(&tx, slug, user, now).await?;
     let inserted = tx
         .query_one(
             &format!(
@@ -155,9 +175,10 @@ pub async fn submit(
         .await;
     let request = match inserted {
         Ok(row) => from_row(&row),
-        // Another user's pending request took the slug between the check and the insert.
+        // The slug lock makes this unreachable for the slug; kept as a 409 rather than a 500
+        // should a pending request ever be written without that lock.
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
-            return Err(slug_taken().into());
+            return Err(Refusal::from(IdentityRefusal::SlugRequested).into());
         }
         Err(e) => return Err(e.into()),
     };
@@ -235,6 +256,12 @@ pub async fn review(
         .status
         .review(decision)
         .ok_or_else(|| Refusal::from(IdentityRefusal::RequestReviewed))?;
+    // The slug was free at submission; an organization may have taken it since (the
+    // requester's own, from an earlier approval). Approving would promise what creation
+    // then refuses.
+    if next == RequestStatus::Approved {
+        require_free_slug(&tx, &current.slug, current.user_id, now).await?;
+    }
     let reserved_until =
         (next == RequestStatus::Approved).then(|| now + limits::slug_reservation());
     let row = tx

@@ -145,12 +145,19 @@ pub async fn register_with_verification(
 ) -> Result<User> {
     let tx = db.begin(Scope::anonymous()).await?;
     let user = insert_email_account(&tx, email, password_hash, first_name, last_name, now).await?;
-    let to = mail_tokens::Recipient {
-        user: user.id,
-        email,
-        first_name: &user.first_name,
-    };
-    mail_tokens::issue(&tx, to, TokenKind::EmailVerification, lang, now).await?;
+    // The sign-up mail is one of the address's three an hour. Asks made for the address before
+    // it had an account (forgot-password, resend) may have used them up: the account is
+    // created all the same, and a resend after the hour brings the link.
+    if mail_tokens::count_against_limit(&tx, email, TokenKind::EmailVerification, now).await? {
+        let to = mail_tokens::Recipient {
+            user: user.id,
+            email,
+            first_name: &user.first_name,
+        };
+        mail_tokens::issue(&tx, to, TokenKind::EmailVerification, lang, now).await?;
+    } else {
+        tracing::info!(user = %user.id, "sign-up mail skipped: the address's hourly limit is used up");
+    }
     tx.commit().await?;
     Ok(user)
 }

@@ -446,7 +446,11 @@ async fn the_sign_up_mail_and_both_kinds_share_three_an_hour() {
         .await;
     assert_eq!(resend.status, 202, "{}", resend.body);
     let forgot = ctx
-        .post("/api/v1/auth/forgot-password", None, json!({"email": email}))
+        .post(
+            "/api/v1/auth/forgot-password",
+            None,
+            json!({"email": email}),
+        )
         .await;
     assert_eq!(forgot.status, 202, "{}", forgot.body);
     assert_eq!(tokens_issued(&ctx, &email).await, 3);
@@ -467,14 +471,22 @@ async fn the_sign_up_mail_and_both_kinds_share_three_an_hour() {
     // The window slides: an hour after the sign-up mail, one more goes.
     ctx.clock.advance(Duration::hours(1));
     let later = ctx
-        .post("/api/v1/auth/forgot-password", None, json!({"email": email}))
+        .post(
+            "/api/v1/auth/forgot-password",
+            None,
+            json!({"email": email}),
+        )
         .await;
     assert_eq!(later.status, 202, "{}", later.body);
     assert_eq!(tokens_issued(&ctx, &email).await, 4);
     assert_eq!(
-        ctx.post("/api/v1/auth/forgot-password", None, json!({"email": "bad"}))
-            .await
-            .status,
+        ctx.post(
+            "/api/v1/auth/forgot-password",
+            None,
+            json!({"email": "bad"})
+        )
+        .await
+        .status,
         400
     );
 }
@@ -536,7 +548,11 @@ async fn asks_before_sign_up_count_and_the_account_is_created_all_the_same() {
         )
         .await;
     assert_eq!(resend.status, 202, "{}", resend.body);
-    assert_eq!(tokens_issued(&ctx, &email).await, 1, "the link comes after the hour");
+    assert_eq!(
+        tokens_issued(&ctx, &email).await,
+        1,
+        "the link comes after the hour"
+    );
 }
 
 #[tokio::test]
@@ -746,7 +762,11 @@ async fn an_empty_bot_token_refuses_a_login_signed_with_the_empty_key() {
             .get(0);
         assert_eq!(users, 0, "no account was signed in or created");
         let offer = ctx.get("/api/v1/auth/messenger", None).await;
-        assert_eq!(offer.status, 404, "no sign-in button either: {}", offer.body);
+        assert_eq!(
+            offer.status, 404,
+            "no sign-in button either: {}",
+            offer.body
+        );
     }
 }
 
