@@ -4,7 +4,28 @@
 use domain::config::Service;
 use http::AppState;
 use storage::broker::Subscription;
-use storage::inbox::Inbox;
+use storage::inbox::{Inbox, Projection};
+
+/// The name of every consumer a node can run: the dead-letter tool's only valid arguments.
+pub const NAMES: [&str; 5] = [
+    storage::identity::mail_consumer::MailSender::NAME,
+    storage::events::consumers::Projections::NAME,
+    storage::media::consumers::Attachments::NAME,
+    analytics::consumers::Recorder::NAME,
+    messenger::consumers::Notifier::NAME,
+];
+
+/// Refuses a consumer no node runs and lists those that exist: a mistyped name otherwise
+/// reads as a broker failure (RabbitMQ has no queue of that name) or as no dead letters.
+pub fn known(consumer: &str) -> anyhow::Result<()> {
+    if NAMES.contains(&consumer) {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "no consumer is named `{consumer}`; the consumers are: {}",
+        NAMES.join(", ")
+    )
+}
 
 /// The subscriptions of the services in `services`.
 pub fn for_node(state: &AppState, services: &[Service]) -> Vec<Subscription> {

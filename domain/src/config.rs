@@ -47,8 +47,11 @@ pub enum ConfigError {
     /// A value has the wrong type or an unknown key was given.
     #[error("invalid configuration: {0}")]
     Invalid(String),
-    /// The selected node is not described.
-    #[error("node `{0}` is not described in cluster.toml (known nodes: {1})")]
+    /// The selected node is not described. Every command loads a node's configuration, and
+    /// the documented multi-process file has no `node` line: the message names the setting.
+    #[error(
+        "node `{0}` is not described in cluster.toml: choose the node this process runs with BILET_NODE=<name> (or `node = \"<name>\"` in cluster.toml); the file describes: {1}"
+    )]
     UnknownNode(String, String),
     /// A service a node runs has no address.
     #[error("service `{0}` has no [services.{0}] address in cluster.toml")]
@@ -70,14 +73,25 @@ pub enum Mode {
 }
 
 /// A value that must never be printed.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
+///
+/// Loading never yields an empty one: `Config::load` drops a secret that is set but blank (or,
+/// for the bot token, malformed) before the configuration is built, and deserializing one from
+/// blank text fails, so whatever needs a secret sees either a usable value or none.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
 impl Secret {
-    /// Wraps a secret value.
+    /// Wraps a value the program chose itself (a generated secret, a test's fixture).
     pub fn new(value: impl Into<String>) -> Self {
         Secret(value.into())
+    }
+
+    /// A secret from outside (a file, the environment): none when the value is empty or only
+    /// whitespace, which would otherwise be taken as a configured key (an empty bot token
+    /// keys the login widget's MAC with SHA-256 of "", which anyone can compute).
+    pub fn parse(value: impl Into<String>) -> Option<Self> {
+        let value = value.into();
+        (!value.trim().is_empty()).then_some(Secret(value))
     }
 
     /// The secret itself, for the one place that needs it.
@@ -89,6 +103,13 @@ impl Secret {
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Secret(****)")
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Secret::parse(String::deserialize(d)?)
+            .ok_or_else(|| serde::de::Error::custom("a secret cannot be empty"))
     }
 }
 
@@ -205,6 +226,169 @@ pub struct Config {
     pub services: BTreeMap<Service, ServiceAddr>,
     /// The processes of the cluster and the services each runs.
     pub nodes: Vec<NodeConfig>,
+    /// What loading noticed that the settings themselves no longer show.
+    #[serde(skip)]
+    pub notes: LoadNotes,
+}
+
+/// What `Config::load` noticed: whether the mode was chosen, and which secrets it dropped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadNotes {
+    /// Whether `mode` was given (cluster.toml or BILET_MODE) rather than defaulted to
+    /// development, which generates secrets: a deployment that forgot it is warned.
+    pub mode_given: bool,
+    /// Secrets that were set but unusable, now absent.
+    pub ignored_secrets: Vec<IgnoredSecret>,
+}
+
+/// A secret that was set but cannot be used, so counts as absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IgnoredSecret {
+    /// Which one.
+    pub setting: SecretSetting,
+    /// What is wrong with it, e.g. "is set but empty".
+    pub why: &'static str,
+}
+
+/// Every secret of the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SecretSetting {
+    /// Signs access and refresh tokens.
+    Jwt,
+    /// Signs requests between processes.
+    Service,
+    /// Authenticates the payment provider's webhook.
+    Webhook,
+    /// Password of the application's database role.
+    AppPassword,
+    /// Object store access key.
+    StorageAccessKey,
+    /// Object store secret key.
+    StorageSecretKey,
+    /// The messenger bot's token.
+    BotToken,
+}
+
+/// Least length production accepts for the secrets whose value the operator chooses (JWT,
+/// service, webhook): 32 bytes, 256 bits, the HMAC-SHA256 key size.
+pub const MIN_OPERATOR_SECRET_BYTES: usize = 32;
+
+/// Least length of `DATABASE_APP_PASSWORD` in production: a password, not a key, but one no
+/// person types, so 16 bytes (about 96 bits in base64) costs nothing.
+pub const MIN_APP_PASSWORD_BYTES: usize = 16;
+
+/// Fewer different bytes than this marks a secret as made by hand (`aaaa…`, `abab…`,
+/// `1111…2222…`): a random value of 32 base64 characters has about 25.
+pub const MIN_DISTINCT_SECRET_BYTES: usize = 10;
+
+/// How production advises to make a secret.
+const RANDOM_SECRET_HINT: &str = "e.g. `head -c 48 /dev/urandom | base64`";
+
+impl SecretSetting {
+    /// Every secret.
+    pub const ALL: [SecretSetting; 7] = [
+        SecretSetting::Jwt,
+        SecretSetting::Service,
+        SecretSetting::Webhook,
+        SecretSetting::AppPassword,
+        SecretSetting::StorageAccessKey,
+        SecretSetting::StorageSecretKey,
+        SecretSetting::BotToken,
+    ];
+
+    /// Its path in cluster.toml.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Jwt => "auth.jwt_secret",
+            Self::Service => "auth.service_secret",
+            Self::Webhook => "payments.webhook_secret",
+            Self::AppPassword => "database.app_password",
+            Self::StorageAccessKey => "storage.access_key",
+            Self::StorageSecretKey => "storage.secret_key",
+            Self::BotToken => "messenger.bot_token",
+        }
+    }
+
+    /// The environment variable that sets it.
+    pub fn variable(self) -> &'static str {
+        ENV_ALIASES
+            .iter()
+            .find(|(_, path)| *path == self.path())
+            .map_or("", |(variable, _)| variable)
+    }
+
+    /// What goes without it.
+    pub fn without(self) -> &'static str {
+        match self {
+            Self::Jwt => {
+                "development generates one when `bilet serve` starts; production refuses to start"
+            }
+            Self::Service => {
+                "development generates one when `bilet serve` starts; production needs it once more than one process or a public address is involved"
+            }
+            Self::Webhook => "the payments webhook is off (it answers 503)",
+            Self::AppPassword => {
+                "the services' database role has no password (only trust authentication lets them connect); production refuses to start"
+            }
+            Self::StorageAccessKey | Self::StorageSecretKey => {
+                "media cannot use an object store (without STORAGE_ENDPOINT it keeps files in the data directory and needs no key)"
+            }
+            Self::BotToken => {
+                "the messenger bot is off (messages are recorded as skipped) and messenger sign-in is refused"
+            }
+        }
+    }
+
+    /// Least length production accepts, for a value the operator chooses; none for a value
+    /// someone else issues (Telegram's bot token, the object store's keys).
+    pub fn min_production(self) -> Option<usize> {
+        match self {
+            Self::Jwt | Self::Service | Self::Webhook => Some(MIN_OPERATOR_SECRET_BYTES),
+            Self::AppPassword => Some(MIN_APP_PASSWORD_BYTES),
+            Self::StorageAccessKey | Self::StorageSecretKey | Self::BotToken => None,
+        }
+    }
+
+    /// Why a value given for it is unusable (and counts as absent), if it is.
+    fn unusable(self, value: &str) -> Option<&'static str> {
+        if value.trim().is_empty() {
+            return Some("is set but empty");
+        }
+        // The login widget and the Bot API need the `<bot id>:<secret>` form; anything else
+        // would turn the bot on to fail every call, or key sign-in with a guessable value.
+        if self == Self::BotToken && crate::identity::messenger::bot_id(value).is_none() {
+            return Some("is not a bot token (it reads `<bot id>:<secret>`)");
+        }
+        None
+    }
+}
+
+/// Why `value` is too weak for a secret of at least `min` bytes chosen by the operator: too
+/// short, one pattern repeated (`aaaa…`, `abcabc…`, `secret-secret-…`), or fewer than
+/// `MIN_DISTINCT_SECRET_BYTES` different bytes.
+pub fn secret_weakness(value: &str, min: usize) -> Option<String> {
+    let bytes = value.as_bytes();
+    if bytes.len() < min {
+        return Some(format!(
+            "must be at least {min} bytes (it has {})",
+            bytes.len()
+        ));
+    }
+    let periodic =
+        (1..=bytes.len() / 2).any(|p| bytes.iter().zip(&bytes[p..]).all(|(a, b)| a == b));
+    if periodic {
+        return Some("repeats one pattern, which anyone can guess".into());
+    }
+    let distinct = bytes
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if distinct < MIN_DISTINCT_SECRET_BYTES {
+        return Some(format!(
+            "has only {distinct} different bytes (a random value has far more than {MIN_DISTINCT_SECRET_BYTES})"
+        ));
+    }
+    None
 }
 
 /// Logging settings.
@@ -490,6 +674,7 @@ impl Default for Config {
             messenger: MessengerConfig::default(),
             auth: AuthConfig::default(),
             payments: PaymentsConfig::default(),
+            notes: LoadNotes::default(),
             services: Service::ALL
                 .into_iter()
                 .map(|s| {
@@ -631,11 +816,67 @@ impl Config {
             };
             set_path(&mut table, &path, env_value(&path, value));
         }
-        let config: Config = toml::Value::Table(table)
+        let notes = LoadNotes {
+            mode_given: table.contains_key("mode"),
+            ignored_secrets: drop_unusable_secrets(&mut table),
+        };
+        let mut config: Config = toml::Value::Table(table)
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+        config.notes = notes;
         config.validate()?;
         Ok(config)
+    }
+
+    /// The value of a secret, if set and usable.
+    pub fn secret(&self, setting: SecretSetting) -> Option<&Secret> {
+        match setting {
+            SecretSetting::Jwt => self.auth.jwt_secret.as_ref(),
+            SecretSetting::Service => self.auth.service_secret.as_ref(),
+            SecretSetting::Webhook => self.payments.webhook_secret.as_ref(),
+            SecretSetting::AppPassword => self.database.app_password.as_ref(),
+            SecretSetting::StorageAccessKey => self.storage.access_key.as_ref(),
+            SecretSetting::StorageSecretKey => self.storage.secret_key.as_ref(),
+            SecretSetting::BotToken => self.messenger.bot_token.as_ref(),
+        }
+    }
+
+    /// Why a secret is absent: set but unusable, or not set.
+    pub fn secret_absence(&self, setting: SecretSetting) -> &'static str {
+        self.notes
+            .ignored_secrets
+            .iter()
+            .find(|i| i.setting == setting)
+            .map_or("is not set", |i| i.why)
+    }
+
+    /// What is off for want of a secret, one line per secret naming its setting: printed at
+    /// start-up and by `bilet config`. A secret the configuration does not need (the object
+    /// store's keys without an endpoint) is named only when it was given and dropped.
+    pub fn missing_secrets(&self) -> Vec<(SecretSetting, String)> {
+        SecretSetting::ALL
+            .into_iter()
+            .filter(|s| self.secret(*s).is_none())
+            .filter(|s| {
+                let needed = match s {
+                    SecretSetting::StorageAccessKey | SecretSetting::StorageSecretKey => {
+                        self.storage.endpoint.is_some()
+                    }
+                    _ => true,
+                };
+                needed || self.notes.ignored_secrets.iter().any(|i| i.setting == *s)
+            })
+            .map(|s| {
+                let line = format!(
+                    "{} ({}) {}: {}",
+                    s.variable(),
+                    s.path(),
+                    self.secret_absence(s),
+                    s.without()
+                );
+                (s, line)
+            })
+            .collect()
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -676,53 +917,132 @@ impl Config {
             .any(|(_, addr)| !is_loopback_listen(&addr.listen) || !is_loopback_url(&addr.url))
     }
 
-    /// What production mode refuses: a non-loopback service without a shared service secret,
-    /// a JWT secret shorter than 32 bytes, no password for the application's database role.
-    pub fn check_production(&self) -> Result<(), ConfigError> {
+    /// What production mode refuses (nothing in development): every reason, each naming the
+    /// setting and what to do.
+    pub fn production_refusals(&self) -> Vec<String> {
+        let mut refusals = Vec::new();
         if self.mode != Mode::Production {
-            return Ok(());
+            return refusals;
         }
-        let min = crate::trust::MIN_SECRET_BYTES;
-        match &self.auth.jwt_secret {
-            Some(s) if s.expose().len() >= min => {}
-            _ => {
-                return Err(ConfigError::Unsafe(format!(
-                    "JWT_SECRET must be at least {min} bytes"
-                )));
+        // The secrets whose value is ours to choose: present where needed, long, not weak.
+        let service_needed = self.service_secret_needed();
+        for setting in SecretSetting::ALL {
+            let Some(min) = setting.min_production() else {
+                continue;
+            };
+            let variable = setting.variable();
+            match self.secret(setting) {
+                Some(secret) => {
+                    if let Some(why) = secret_weakness(secret.expose(), min) {
+                        refusals.push(format!(
+                            "{variable} {why}: set it to a random value of at least {min} bytes, {RANDOM_SECRET_HINT}"
+                        ));
+                    }
+                }
+                None => {
+                    let absent = self.secret_absence(setting);
+                    match setting {
+                        SecretSetting::Jwt => refusals.push(format!(
+                            "{variable} {absent}: production needs an explicit token-signing secret of at least {min} bytes (set {variable} or [auth] jwt_secret, {RANDOM_SECRET_HINT})"
+                        )),
+                        SecretSetting::AppPassword => refusals.push(format!(
+                            "{variable} {absent} (the services' database role needs a password of at least {min} bytes; set {variable})"
+                        )),
+                        SecretSetting::Service => {
+                            if let Some(why) = &service_needed {
+                                refusals.push(format!(
+                                    "{why} and no {variable} is set ({variable} {absent}): give every process of the cluster the same one, at least {min} bytes, {RANDOM_SECRET_HINT}"
+                                ));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
             }
         }
-        match &self.auth.service_secret {
-            Some(s) if s.expose().len() >= min => {}
-            Some(_) => {
-                return Err(ConfigError::Unsafe(format!(
-                    "SERVICE_SECRET must be at least {min} bytes"
-                )));
+        // One leaked secret must not open what another guards.
+        let ours: Vec<(SecretSetting, &Secret)> = SecretSetting::ALL
+            .into_iter()
+            .filter(|s| s.min_production().is_some())
+            .filter_map(|s| self.secret(s).map(|v| (s, v)))
+            .collect();
+        for (i, (a, va)) in ours.iter().enumerate() {
+            for (b, vb) in &ours[i + 1..] {
+                if va == vb {
+                    refusals.push(format!(
+                        "{} and {} are identical: each guards something else, give each its own random value",
+                        a.variable(),
+                        b.variable()
+                    ));
+                }
             }
-            None if self.services_leave_loopback() => {
-                return Err(ConfigError::Unsafe(
-                    "a service listens on or is reached at a non-loopback address and no SERVICE_SECRET is set".into(),
-                ));
-            }
-            // Other processes run the other services, even on this host: they must share it.
-            None if !Service::ALL.iter().all(|s| self.runs(*s)) => {
-                return Err(ConfigError::Unsafe(
-                    "this node runs only part of the services and no SERVICE_SECRET is set (every process of the cluster needs the same one)".into(),
-                ));
-            }
-            None => {}
         }
-        if self
-            .database
-            .app_password
-            .as_ref()
-            .is_none_or(|p| p.expose().is_empty())
-        {
-            return Err(ConfigError::Unsafe(
-                "DATABASE_APP_PASSWORD is not set (the services' database role needs a password)"
-                    .into(),
+        if is_loopback_url(&self.http.public_url) {
+            refusals.push(format!(
+                "http.public_url (PUBLIC_URL) is `{}`, a loopback address: every link sent by mail would point there; set PUBLIC_URL to the address users reach the gateway at, e.g. https://tickets.example.org",
+                self.http.public_url
             ));
         }
-        Ok(())
+        let default_cost = AuthConfig::default().bcrypt_cost;
+        if self.auth.bcrypt_cost < default_cost {
+            refusals.push(format!(
+                "auth.bcrypt_cost (BILET__AUTH__BCRYPT_COST) is {}, below {default_cost}: production does not hash passwords more cheaply than the default; remove the setting",
+                self.auth.bcrypt_cost
+            ));
+        }
+        if self.storage.endpoint.is_some() {
+            for setting in [
+                SecretSetting::StorageAccessKey,
+                SecretSetting::StorageSecretKey,
+            ] {
+                if self.secret(setting).is_none() {
+                    refusals.push(format!(
+                        "STORAGE_ENDPOINT is set but {} {}: set both storage keys, or remove STORAGE_ENDPOINT to keep media in the data directory",
+                        setting.variable(),
+                        self.secret_absence(setting)
+                    ));
+                }
+            }
+        }
+        refusals
+    }
+
+    /// Why this configuration needs a SERVICE_SECRET given by the operator rather than one
+    /// made up by the process, if it does.
+    fn service_secret_needed(&self) -> Option<String> {
+        if self.services_leave_loopback() {
+            return Some("a service listens on or is reached at a non-loopback address".into());
+        }
+        // Other processes run the other services, even on this host: they must share it.
+        if !Service::ALL.iter().all(|s| self.runs(*s)) {
+            return Some(
+                "this node runs only part of the services (every process of the cluster needs the same secret)"
+                    .into(),
+            );
+        }
+        // A gateway other hosts reach is a real deployment: a secret made up by this process
+        // could be shared by no process added later, and its peers could not be checked.
+        if let Some(gateway) = self.services.get(&Service::Gateway)
+            && !is_loopback_listen(&gateway.listen)
+        {
+            return Some(format!(
+                "the gateway listens on {}, a non-loopback address,",
+                gateway.listen
+            ));
+        }
+        None
+    }
+
+    /// Production's refusals as an error, all of them.
+    pub fn check_production(&self) -> Result<(), ConfigError> {
+        match self.production_refusals().as_slice() {
+            [] => Ok(()),
+            [one] => Err(ConfigError::Unsafe(one.clone())),
+            many => Err(ConfigError::Unsafe(format!(
+                "\n  - {}",
+                many.join("\n  - ")
+            ))),
+        }
     }
 
     /// The node this process runs.
@@ -731,13 +1051,14 @@ impl Config {
             .iter()
             .find(|n| n.name == self.node)
             .ok_or_else(|| {
+                let names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
                 ConfigError::UnknownNode(
                     self.node.clone(),
-                    self.nodes
-                        .iter()
-                        .map(|n| n.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    if names.is_empty() {
+                        "no node (add a [[nodes]] entry)".into()
+                    } else {
+                        names.join(", ")
+                    },
                 )
             })
     }
@@ -766,6 +1087,31 @@ impl Config {
         }
         toml::to_string(&copy).unwrap_or_else(|e| format!("# cannot render configuration: {e}"))
     }
+}
+
+/// Removes every secret that is set but unusable (blank, or a bot token without a bot id) from
+/// the merged settings, so the configuration is built as if it had not been given, and says
+/// which.
+fn drop_unusable_secrets(table: &mut toml::Table) -> Vec<IgnoredSecret> {
+    let mut ignored = Vec::new();
+    for setting in SecretSetting::ALL {
+        let Some((section, key)) = setting.path().split_once('.') else {
+            continue;
+        };
+        let Some(section) = table.get_mut(section).and_then(|v| v.as_table_mut()) else {
+            continue;
+        };
+        // A value of another type is left for deserialization to refuse.
+        let why = match section.get(key) {
+            Some(toml::Value::String(value)) => setting.unusable(value),
+            _ => None,
+        };
+        if let Some(why) = why {
+            section.remove(key);
+            ignored.push(IgnoredSecret { setting, why });
+        }
+    }
+    ignored
 }
 
 fn env_value(path: &str, raw: &str) -> toml::Value {
@@ -899,63 +1245,65 @@ mod tests {
         assert!(text.contains("postgres://u:****@db/bilet"));
     }
 
+    const JWT: &str = "Kq3v9XzP2mLw8RtY5nBc7HdJ4fGs6AeU";
+    const SERVICE: &str = "r7Tn2Wq9Lk4Vx8Zp3Mc6Hb5Jd1Fg0Sy-";
+    const WEBHOOK: &str = "w9Hc4Nq2Zt7Lp5Kv8Xr3Bm6Jd1Fs0Gy_";
+    const APP_PASSWORD: &str = "p4Rk8Vw2Nz6Qt9Lx";
+
+    /// A production configuration every check accepts, plus `extra` (later entries win).
+    fn production<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut env = vec![
+            ("BILET_MODE", "production"),
+            ("JWT_SECRET", JWT),
+            ("DATABASE_APP_PASSWORD", APP_PASSWORD),
+            ("PUBLIC_URL", "https://tickets.example.org"),
+        ];
+        env.extend_from_slice(extra);
+        env
+    }
+
+    /// The refusals of `file` and `env`, joined (empty when production accepts it).
+    fn refusals(file: Option<&str>, env: &[(&str, &str)]) -> String {
+        Config::load(file, env.iter().copied())
+            .unwrap()
+            .production_refusals()
+            .join("\n")
+    }
+
     #[test]
     fn production_refuses_what_is_unsafe() {
-        let good = [
-            ("BILET_MODE", "production"),
-            ("JWT_SECRET", "0123456789abcdef0123456789abcdef"),
-            ("DATABASE_APP_PASSWORD", "pw"),
-        ];
-        let c = Config::load(None, good).unwrap();
-        assert!(
-            c.check_production().is_ok(),
+        assert_eq!(
+            refusals(None, &production(&[])),
+            "",
             "all on loopback: no service secret needed"
         );
 
-        let short_jwt = [
-            ("BILET_MODE", "production"),
-            ("JWT_SECRET", "short"),
-            ("DATABASE_APP_PASSWORD", "pw"),
-        ];
-        let err = Config::load(None, short_jwt).unwrap().check_production();
-        assert!(err.unwrap_err().to_string().contains("JWT_SECRET"));
-
-        let no_password = [
-            ("BILET_MODE", "production"),
-            ("JWT_SECRET", "0123456789abcdef0123456789abcdef"),
-        ];
-        let err = Config::load(None, no_password).unwrap().check_production();
+        let short_jwt = refusals(None, &production(&[("JWT_SECRET", "short")]));
         assert!(
-            err.unwrap_err()
-                .to_string()
-                .contains("DATABASE_APP_PASSWORD")
+            short_jwt.contains("JWT_SECRET must be at least 32 bytes (it has 5)"),
+            "{short_jwt}"
+        );
+        let no_password = refusals(None, &[("BILET_MODE", "production"), ("JWT_SECRET", JWT)]);
+        assert!(
+            no_password.contains("DATABASE_APP_PASSWORD is not set"),
+            "{no_password}"
         );
 
         let exposed = "node = \"id\"\n[services.identity]\nlisten = \"0.0.0.0:8081\"\nurl = \"http://10.0.0.2:8081\"\n[[nodes]]\nname = \"id\"\nservices = [\"identity\"]\n";
-        let err = Config::load(Some(exposed), good)
-            .unwrap()
-            .check_production();
-        assert!(err.unwrap_err().to_string().contains("SERVICE_SECRET"));
-        let mut with_secret = good.to_vec();
-        with_secret.push(("SERVICE_SECRET", "fedcba9876543210fedcba9876543210"));
-        assert!(
-            Config::load(Some(exposed), with_secret)
-                .unwrap()
-                .check_production()
-                .is_ok()
+        let err = refusals(Some(exposed), &production(&[]));
+        assert!(err.contains("no SERVICE_SECRET"), "{err}");
+        assert_eq!(
+            refusals(Some(exposed), &production(&[("SERVICE_SECRET", SERVICE)])),
+            ""
         );
-        let mut short_secret = good.to_vec();
-        short_secret.push(("SERVICE_SECRET", "tiny"));
+        let tiny = refusals(Some(exposed), &production(&[("SERVICE_SECRET", "tiny")]));
         assert!(
-            Config::load(Some(exposed), short_secret)
-                .unwrap()
-                .check_production()
-                .is_err()
+            tiny.contains("SERVICE_SECRET must be at least 32 bytes"),
+            "{tiny}"
         );
         // A node of a cluster on one host still needs the shared secret.
         let part = "node = \"gw\"\n[[nodes]]\nname = \"gw\"\nservices = [\"gateway\"]\n";
-        let err = Config::load(Some(part), good).unwrap().check_production();
-        assert!(err.unwrap_err().to_string().contains("SERVICE_SECRET"));
+        assert!(refusals(Some(part), &production(&[])).contains("SERVICE_SECRET"));
         // Development starts whatever it is given.
         assert!(
             Config::load(Some(exposed), EMPTY)
@@ -963,6 +1311,243 @@ mod tests {
                 .check_production()
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn production_refuses_weak_and_shared_secrets() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "JWT_SECRET",
+                &"a".repeat(32),
+                "JWT_SECRET repeats one pattern",
+            ),
+            (
+                "JWT_SECRET",
+                "0123456789abcdef0123456789abcdef",
+                "JWT_SECRET repeats one pattern",
+            ),
+            (
+                "JWT_SECRET",
+                "test-secret-test-secret-test-secret",
+                "JWT_SECRET repeats one pattern",
+            ),
+            (
+                "JWT_SECRET",
+                "aaaaaaaaaaaaaaaabbbbbbbbbbbbbbbbcc",
+                "JWT_SECRET has only 3 different bytes",
+            ),
+            (
+                "DATABASE_APP_PASSWORD",
+                "x",
+                "DATABASE_APP_PASSWORD must be at least 16 bytes (it has 1)",
+            ),
+            (
+                "DATABASE_APP_PASSWORD",
+                "pppppppppppppppppppp",
+                "DATABASE_APP_PASSWORD repeats one pattern",
+            ),
+            (
+                "PAYMENTS_WEBHOOK_SECRET",
+                "whsec-short",
+                "PAYMENTS_WEBHOOK_SECRET must be at least 32 bytes",
+            ),
+            (
+                "SERVICE_SECRET",
+                JWT,
+                "JWT_SECRET and SERVICE_SECRET are identical",
+            ),
+            (
+                "PAYMENTS_WEBHOOK_SECRET",
+                APP_PASSWORD,
+                "PAYMENTS_WEBHOOK_SECRET must be at least 32 bytes",
+            ),
+        ];
+        for (variable, value, expected) in cases {
+            let found = refusals(None, &production(&[(variable, value)]));
+            assert!(found.contains(expected), "{variable}={value}: {found}");
+            assert!(
+                found.contains("random value"),
+                "each refusal says what to do: {found}"
+            );
+        }
+        let same = refusals(
+            None,
+            &production(&[
+                ("SERVICE_SECRET", WEBHOOK),
+                ("PAYMENTS_WEBHOOK_SECRET", WEBHOOK),
+            ]),
+        );
+        assert_eq!(
+            same,
+            "SERVICE_SECRET and PAYMENTS_WEBHOOK_SECRET are identical: each guards something else, give each its own random value"
+        );
+        // A long enough webhook secret of its own is accepted.
+        assert_eq!(
+            refusals(None, &production(&[("PAYMENTS_WEBHOOK_SECRET", WEBHOOK)])),
+            ""
+        );
+        // Every reason is given at once.
+        let all = Config::load(
+            None,
+            [
+                ("BILET_MODE", "production"),
+                ("JWT_SECRET", "short"),
+                ("DATABASE_APP_PASSWORD", "x"),
+            ],
+        )
+        .unwrap()
+        .check_production()
+        .unwrap_err()
+        .to_string();
+        for part in ["JWT_SECRET", "DATABASE_APP_PASSWORD", "PUBLIC_URL"] {
+            assert!(all.contains(part), "{all}");
+        }
+    }
+
+    #[test]
+    fn production_refuses_a_public_gateway_without_service_secret_a_local_public_url_and_cheap_hashes()
+     {
+        // The shipped cluster.toml opens the gateway (0.0.0.0:8080), all else on loopback.
+        let public_gateway = include_str!("../../cluster.toml");
+        let found = refusals(Some(public_gateway), &production(&[]));
+        assert!(
+            found.contains("the gateway listens on 0.0.0.0:8080, a non-loopback address, and no SERVICE_SECRET is set"),
+            "{found}"
+        );
+        assert_eq!(
+            refusals(
+                Some(public_gateway),
+                &production(&[("SERVICE_SECRET", SERVICE)])
+            ),
+            ""
+        );
+
+        for local in [
+            "http://localhost:8080",
+            "http://127.0.0.1",
+            "https://[::1]/",
+        ] {
+            let found = refusals(None, &production(&[("PUBLIC_URL", local)]));
+            assert!(
+                found.contains(&format!(
+                    "http.public_url (PUBLIC_URL) is `{local}`, a loopback address"
+                )),
+                "{found}"
+            );
+        }
+        let cheap = refusals(None, &production(&[("BILET__AUTH__BCRYPT_COST", "4")]));
+        assert!(
+            cheap.contains("auth.bcrypt_cost (BILET__AUTH__BCRYPT_COST) is 4, below 12"),
+            "{cheap}"
+        );
+        assert_eq!(
+            refusals(None, &production(&[("BILET__AUTH__BCRYPT_COST", "13")])),
+            ""
+        );
+        let keyless = refusals(
+            None,
+            &production(&[
+                ("STORAGE_ENDPOINT", "http://garage:3900"),
+                ("STORAGE_ACCESS_KEY", "GK31c2f218a2e44f485b94239e"),
+                ("STORAGE_SECRET_KEY", " "),
+            ]),
+        );
+        assert_eq!(
+            keyless,
+            "STORAGE_ENDPOINT is set but STORAGE_SECRET_KEY is set but empty: set both storage keys, or remove STORAGE_ENDPOINT to keep media in the data directory"
+        );
+    }
+
+    #[test]
+    fn blank_or_malformed_secrets_count_as_absent() {
+        let env = [
+            ("MESSENGER_BOT_TOKEN", ""),
+            ("JWT_SECRET", "   "),
+            ("SERVICE_SECRET", "\t"),
+            ("PAYMENTS_WEBHOOK_SECRET", ""),
+            ("STORAGE_ACCESS_KEY", ""),
+            ("STORAGE_SECRET_KEY", " "),
+            ("DATABASE_APP_PASSWORD", ""),
+        ];
+        let c = Config::load(None, env).unwrap();
+        for setting in SecretSetting::ALL {
+            assert_eq!(c.secret(setting), None, "{setting:?}");
+            assert_eq!(c.secret_absence(setting), "is set but empty", "{setting:?}");
+        }
+        assert_eq!(c.notes.ignored_secrets.len(), SecretSetting::ALL.len());
+        let missing = c.missing_secrets();
+        assert_eq!(missing.len(), SecretSetting::ALL.len(), "{missing:?}");
+        let bot = &missing
+            .iter()
+            .find(|(s, _)| *s == SecretSetting::BotToken)
+            .unwrap()
+            .1;
+        assert!(
+            bot.starts_with("MESSENGER_BOT_TOKEN (messenger.bot_token) is set but empty: ")
+                && bot.contains("messenger sign-in is refused"),
+            "{bot}"
+        );
+
+        // A token with no bot id is dropped too; one in the right form is kept.
+        for malformed in ["secret", "0:abc", "abc:def", "123:"] {
+            let c = Config::load(None, [("MESSENGER_BOT_TOKEN", malformed)]).unwrap();
+            assert!(c.messenger.bot_token.is_none(), "{malformed}");
+            assert!(
+                c.secret_absence(SecretSetting::BotToken)
+                    .contains("<bot id>:<secret>")
+            );
+        }
+        let c = Config::load(None, [("MESSENGER_BOT_TOKEN", "123456:AAE-secret")]).unwrap();
+        assert_eq!(c.messenger.bot_token.unwrap().expose(), "123456:AAE-secret");
+
+        // The same from cluster.toml.
+        let file = "[auth]\njwt_secret = \"\"\n[messenger]\nbot_token = \" \"\n";
+        let c = Config::load(Some(file), EMPTY).unwrap();
+        assert!(c.auth.jwt_secret.is_none() && c.messenger.bot_token.is_none());
+        // Without the loader a blank secret does not deserialize at all.
+        assert!(toml::from_str::<AuthConfig>("jwt_secret = \"\"").is_err());
+        // Production names the empty one as such.
+        let found = refusals(None, &production(&[("JWT_SECRET", "")]));
+        assert!(found.contains("JWT_SECRET is set but empty"), "{found}");
+        // Storage keys without an endpoint are not needed: not reported unless dropped.
+        let c = Config::load(None, EMPTY).unwrap();
+        let reported: Vec<SecretSetting> =
+            c.missing_secrets().into_iter().map(|(s, _)| s).collect();
+        assert!(!reported.contains(&SecretSetting::StorageAccessKey));
+        assert!(reported.contains(&SecretSetting::BotToken));
+    }
+
+    #[test]
+    fn the_loader_notes_whether_the_mode_was_given() {
+        assert!(!Config::load(None, EMPTY).unwrap().notes.mode_given);
+        assert!(
+            Config::load(Some("mode = \"development\""), EMPTY)
+                .unwrap()
+                .notes
+                .mode_given
+        );
+        assert!(
+            Config::load(None, [("BILET_MODE", "development")])
+                .unwrap()
+                .notes
+                .mode_given
+        );
+    }
+
+    #[test]
+    fn an_undescribed_node_names_the_setting_and_the_nodes() {
+        let file = "[[nodes]]\nname = \"gateway\"\nservices = [\"gateway\"]\n[[nodes]]\nname = \"identity\"\nservices = [\"identity\"]\n";
+        let err = Config::load(Some(file), EMPTY).unwrap_err().to_string();
+        assert!(err.contains("node `default` is not described"), "{err}");
+        assert!(err.contains("BILET_NODE=<name>"), "{err}");
+        assert!(
+            err.ends_with("the file describes: gateway, identity"),
+            "{err}"
+        );
+        let err = Config::load(Some("nodes = []"), EMPTY)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no node (add a [[nodes]] entry)"), "{err}");
     }
 
     #[test]

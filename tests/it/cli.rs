@@ -16,7 +16,11 @@ fn bilet(args: &[&str], env: &[(&str, &str)]) -> Output {
         "BROKER_URL",
         "BILET_DATA_DIR",
         "BILET_CONFIG",
+        "BILET_NODE",
         "RUST_LOG",
+        "PUBLIC_URL",
+        "MESSENGER_BOT_TOKEN",
+        "PAYMENTS_WEBHOOK_SECRET",
     ] {
         cmd.env_remove(var);
     }
@@ -28,6 +32,14 @@ fn bilet(args: &[&str], env: &[(&str, &str)]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Writes `text` as `dir/name` (creating `dir`) and answers its path.
+fn config_file(dir: &str, name: &str, text: &str) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = std::path::Path::new(dir).join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
 }
 
 fn temp_dir() -> String {
@@ -71,72 +83,186 @@ fn config_prints_effective_settings_with_secrets_masked() {
     assert!(printed.contains("[services.gateway]"));
 }
 
+/// Secrets production accepts: long, random-looking, each its own.
+const STRONG_JWT: &str = "Kq3v9XzP2mLw8RtY5nBc7HdJ4fGs6AeU";
+const STRONG_SERVICE: &str = "r7Tn2Wq9Lk4Vx8Zp3Mc6Hb5Jd1Fg0Sy-";
+const APP_PASSWORD: &str = "p4Rk8Vw2Nz6Qt9Lx";
+
 #[test]
 fn production_without_a_jwt_secret_refuses_to_start() {
+    let data = temp_dir();
+    let out = bilet(
+        &["config", "--check"],
+        &[("BILET_MODE", "production"), ("BILET_DATA_DIR", &data)],
+    );
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    for reason in [
+        "JWT_SECRET is not set: production needs an explicit token-signing secret",
+        "DATABASE_APP_PASSWORD is not set",
+        "http.public_url (PUBLIC_URL) is `http://localhost:8080`, a loopback address",
+    ] {
+        assert!(stderr.contains(reason), "{reason} missing from:\n{stderr}");
+    }
+    assert!(text(&out.stdout).is_empty(), "{}", text(&out.stdout));
+    assert!(!std::path::Path::new(&data).exists(), "nothing written");
+    // `migrate` (any command that runs) refuses the same way.
+    let out = bilet(
+        &["migrate"],
+        &[("BILET_MODE", "production"), ("BILET_DATA_DIR", &data)],
+    );
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("JWT_SECRET is not set"));
+}
+
+#[test]
+fn production_config_prints_before_the_secrets_exist_marking_them_missing() {
+    let data = temp_dir();
     let out = bilet(
         &["config"],
         &[
             ("BILET_MODE", "production"),
-            ("BILET_DATA_DIR", &temp_dir()),
+            ("BILET_DATA_DIR", &data),
+            ("SERVICE_SECRET", STRONG_SERVICE),
+            ("MESSENGER_BOT_TOKEN", ""),
         ],
     );
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("JWT_SECRET"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    for line in [
+        "# mode: production",
+        "#   MISSING: JWT_SECRET (auth.jwt_secret) is not set",
+        "#   SERVICE_SECRET (auth.service_secret): set",
+        "#   MISSING: MESSENGER_BOT_TOKEN (messenger.bot_token) is set but empty: the messenger bot is off",
+        "# production refuses to start:",
+        "#   - JWT_SECRET is not set",
+        "[services.gateway]",
+    ] {
+        assert!(printed.contains(line), "{line} missing from:\n{printed}");
+    }
+    assert!(!printed.contains(STRONG_SERVICE), "masked:\n{printed}");
+    assert!(!std::path::Path::new(&data).exists(), "nothing written");
 }
 
 #[test]
 fn production_refuses_weak_secrets_a_passwordless_role_and_unsigned_open_services() {
     let dir = temp_dir();
-    std::fs::create_dir_all(&dir).unwrap();
-    let exposed = std::path::Path::new(&dir).join("exposed.toml");
-    std::fs::write(
-        &exposed,
+    let exposed = config_file(
+        &dir,
+        "exposed.toml",
         "mode = \"production\"\nnode = \"id\"\n[services.identity]\nlisten = \"0.0.0.0:8081\"\nurl = \"http://10.0.0.2:8081\"\n[[nodes]]\nname = \"id\"\nservices = [\"identity\"]\n",
-    )
-    .unwrap();
-    let exposed = exposed.display().to_string();
-    let strong = "0123456789abcdef0123456789abcdef";
+    );
+    let public = ("PUBLIC_URL", "https://tickets.example.org");
+    let repeated = "a".repeat(32);
     // (arguments, environment, the refusal expected or None for a start)
     type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, Option<&'a str>);
     let cases: Vec<Case> = vec![
         (
-            vec!["config"],
+            vec!["config", "--check"],
             vec![
                 ("BILET_MODE", "production"),
                 ("JWT_SECRET", "short-secret"),
-                ("DATABASE_APP_PASSWORD", "pw"),
+                ("DATABASE_APP_PASSWORD", APP_PASSWORD),
+                public,
             ],
             Some("JWT_SECRET must be at least 32 bytes"),
         ),
         (
-            vec!["config"],
-            vec![("BILET_MODE", "production"), ("JWT_SECRET", strong)],
+            vec!["config", "--check"],
+            vec![
+                ("BILET_MODE", "production"),
+                ("JWT_SECRET", &repeated),
+                ("DATABASE_APP_PASSWORD", APP_PASSWORD),
+                public,
+            ],
+            Some("JWT_SECRET repeats one pattern"),
+        ),
+        (
+            vec!["config", "--check"],
+            vec![
+                ("BILET_MODE", "production"),
+                ("JWT_SECRET", STRONG_JWT),
+                public,
+            ],
             Some("DATABASE_APP_PASSWORD"),
         ),
         (
-            vec!["--config", &exposed, "config"],
-            vec![("JWT_SECRET", strong), ("DATABASE_APP_PASSWORD", "pw")],
+            vec!["config", "--check"],
+            vec![
+                ("BILET_MODE", "production"),
+                ("JWT_SECRET", STRONG_JWT),
+                ("DATABASE_APP_PASSWORD", "x"),
+                public,
+            ],
+            Some("DATABASE_APP_PASSWORD must be at least 16 bytes"),
+        ),
+        (
+            vec!["--config", &exposed, "config", "--check"],
+            vec![
+                ("JWT_SECRET", STRONG_JWT),
+                ("DATABASE_APP_PASSWORD", APP_PASSWORD),
+                public,
+            ],
             Some("no SERVICE_SECRET"),
         ),
         (
-            vec!["--config", &exposed, "config"],
+            vec!["--config", &exposed, "config", "--check"],
             vec![
-                ("JWT_SECRET", strong),
-                ("DATABASE_APP_PASSWORD", "pw"),
+                ("JWT_SECRET", STRONG_JWT),
+                ("DATABASE_APP_PASSWORD", APP_PASSWORD),
                 ("SERVICE_SECRET", "tiny"),
+                public,
             ],
             Some("SERVICE_SECRET must be at least 32 bytes"),
         ),
         (
-            vec!["--config", &exposed, "config"],
+            vec!["--config", &exposed, "config", "--check"],
             vec![
-                ("JWT_SECRET", strong),
-                ("DATABASE_APP_PASSWORD", "pw"),
-                ("SERVICE_SECRET", strong),
+                ("JWT_SECRET", STRONG_JWT),
+                ("DATABASE_APP_PASSWORD", APP_PASSWORD),
+                ("SERVICE_SECRET", STRONG_JWT),
+                public,
+            ],
+            Some("JWT_SECRET and SERVICE_SECRET are identical"),
+        ),
+        (
+            vec!["--config", &exposed, "config", "--check"],
+            vec![
+                ("JWT_SECRET", STRONG_JWT),
+                ("DATABASE_APP_PASSWORD", APP_PASSWORD),
+                ("SERVICE_SECRET", STRONG_SERVICE),
+                ("PAYMENTS_WEBHOOK_SECRET", "whsec-short"),
+                public,
+            ],
+            Some("PAYMENTS_WEBHOOK_SECRET must be at least 32 bytes"),
+        ),
+        (
+            vec!["--config", &exposed, "config", "--check"],
+            vec![
+                ("JWT_SECRET", STRONG_JWT),
+                ("DATABASE_APP_PASSWORD", APP_PASSWORD),
+                ("SERVICE_SECRET", STRONG_SERVICE),
+                ("BILET__AUTH__BCRYPT_COST", "10"),
+                public,
+            ],
+            Some("auth.bcrypt_cost (BILET__AUTH__BCRYPT_COST) is 10, below 12"),
+        ),
+        (
+            vec!["--config", &exposed, "config", "--check"],
+            vec![
+                ("JWT_SECRET", STRONG_JWT),
+                ("DATABASE_APP_PASSWORD", APP_PASSWORD),
+                ("SERVICE_SECRET", STRONG_SERVICE),
+            ],
+            Some("http.public_url (PUBLIC_URL) is `http://localhost:8080`"),
+        ),
+        (
+            vec!["--config", &exposed, "config", "--check"],
+            vec![
+                ("JWT_SECRET", STRONG_JWT),
+                ("DATABASE_APP_PASSWORD", APP_PASSWORD),
+                ("SERVICE_SECRET", STRONG_SERVICE),
+                public,
             ],
             None,
         ),
@@ -149,9 +275,123 @@ fn production_refuses_weak_secrets_a_passwordless_role_and_unsigned_open_service
                 assert!(!out.status.success(), "{args:?} {env:?} started");
                 assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
             }
-            None => assert!(out.status.success(), "{}", text(&out.stderr)),
+            None => {
+                assert!(out.status.success(), "{}", text(&out.stderr));
+                assert!(
+                    text(&out.stdout).starts_with(
+                        "configuration accepted: production mode, node `id` runs identity"
+                    ),
+                    "{}",
+                    text(&out.stdout)
+                );
+            }
         }
     }
+}
+
+/// The documented multi-process file has no `node` line: every command that loads it says
+/// which setting picks the node and which nodes the file describes.
+#[test]
+fn every_command_names_bilet_node_and_the_described_nodes() {
+    let dir = temp_dir();
+    let file = config_file(
+        &dir,
+        "cluster.toml",
+        "[services.gateway]\nlisten = \"0.0.0.0:8080\"\nurl = \"http://gateway:8080\"\n[services.identity]\nlisten = \"0.0.0.0:8081\"\nurl = \"http://identity:8081\"\n[[nodes]]\nname = \"gateway\"\nservices = [\"gateway\"]\n[[nodes]]\nname = \"identity\"\nservices = [\"identity\"]\n",
+    );
+    let commands: [&[&str]; 8] = [
+        &["serve"],
+        &["migrate"],
+        &["admin", "grant", "a@example.com"],
+        &["config"],
+        &["config", "--check"],
+        &["cluster", "status"],
+        &["dlq", "list", "events"],
+        &["dlq", "replay", "events"],
+    ];
+    for command in commands {
+        let mut args = vec!["--config", file.as_str()];
+        args.extend_from_slice(command);
+        let out = bilet(&args, &[("BILET_DATA_DIR", &dir)]);
+        assert!(!out.status.success(), "{command:?}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("node `default` is not described")
+                && stderr.contains("BILET_NODE=<name>")
+                && stderr.contains("the file describes: gateway, identity"),
+            "{command:?}: {stderr}"
+        );
+    }
+    // With the node named the same file loads.
+    let out = bilet(
+        &["--config", &file, "config", "--check"],
+        &[("BILET_DATA_DIR", &dir), ("BILET_NODE", "identity")],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("node `identity` runs identity"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn dlq_of_an_unknown_consumer_lists_the_consumers() {
+    let data = temp_dir();
+    // RabbitMQ at an address nobody listens on: the broker is never asked.
+    for broker in ["memory", "amqp://guest:guest@127.0.0.1:9/%2f"] {
+        for action in ["list", "replay"] {
+            let out = bilet(
+                &["dlq", action, "nosuch"],
+                &[("BILET_DATA_DIR", &data), ("BROKER_URL", broker)],
+            );
+            assert!(!out.status.success(), "{broker} {action}");
+            let stderr = text(&out.stderr);
+            assert!(
+                stderr.contains(
+                    "no consumer is named `nosuch`; the consumers are: identity-mail, events, media, analytics, notifications"
+                ),
+                "{broker} {action}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn serve_warns_when_no_mode_is_given_and_names_the_secrets_it_goes_without() {
+    let data = temp_dir();
+    // A cluster.toml that does not say `mode` (the repository's own says development).
+    let file = config_file(&data, "cluster.toml", "[database]\npool_size = 4\n");
+    // Nothing listens on port 9: the node stops after its warnings, at the migration.
+    let env = [
+        ("BILET_DATA_DIR", data.as_str()),
+        ("BILET_CONFIG", file.as_str()),
+        ("DATABASE_URL", "postgres://postgres@127.0.0.1:9/bilet"),
+        ("MESSENGER_BOT_TOKEN", ""),
+    ];
+    let out = bilet(&["serve"], &env);
+    assert!(!out.status.success());
+    let logged = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        logged.contains("no mode given (neither BILET_MODE nor `mode` in cluster.toml): running in development mode"),
+        "{logged}"
+    );
+    assert!(logged.contains("set BILET_MODE=production"), "{logged}");
+    assert!(
+        logged.contains(
+            "MESSENGER_BOT_TOKEN (messenger.bot_token) is set but empty: the messenger bot is off"
+        ),
+        "{logged}"
+    );
+    assert!(
+        logged.contains("PAYMENTS_WEBHOOK_SECRET (payments.webhook_secret) is not set: the payments webhook is off"),
+        "{logged}"
+    );
+    let mut chosen = env.to_vec();
+    chosen.push(("BILET_MODE", "development"));
+    let out = bilet(&["serve"], &chosen);
+    let logged = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!logged.contains("no mode given"), "{logged}");
 }
 
 #[test]
@@ -176,29 +416,42 @@ fn without_cluster_toml_every_service_listens_on_loopback() {
         listens.iter().all(|l| l.contains("\"127.0.0.1:")),
         "{listens:?}"
     );
-    // A service secret was generated for this data directory, like the JWT secret.
-    let secret =
-        std::fs::read_to_string(std::path::Path::new(&dir).join("service_secret")).unwrap();
-    assert!(secret.len() >= 32);
+    // Printing generates no secret: `bilet serve` does (src/settings.rs tests that).
+    for file in ["service_secret", "jwt_secret"] {
+        assert!(!std::path::Path::new(&dir).join(file).exists(), "{file}");
+    }
 }
 
 #[test]
-fn development_generates_the_secret_once_and_keeps_it() {
+fn config_in_development_writes_no_secret_and_says_where_serve_keeps_them() {
     let data = temp_dir();
-    let first = bilet(&["config"], &[("BILET_DATA_DIR", &data)]);
-    assert!(first.status.success());
-    assert!(text(&first.stderr).contains("generated"));
-    let file = std::path::Path::new(&data).join("jwt_secret");
-    let secret = std::fs::read_to_string(&file).unwrap();
-    assert!(secret.len() >= 32);
-    use std::os::unix::fs::PermissionsExt;
-    assert_eq!(
-        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
-        0o600
+    for args in [&["config"][..], &["config", "--check"][..]] {
+        let out = bilet(args, &[("BILET_DATA_DIR", &data)]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            !text(&out.stderr).contains("generated"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(
+            !std::path::Path::new(&data).exists(),
+            "{args:?} wrote into the data directory"
+        );
+    }
+    let out = bilet(&["config"], &[("BILET_DATA_DIR", &data)]);
+    let printed = text(&out.stdout);
+    assert!(
+        printed.contains(&format!(
+            "#   JWT_SECRET (auth.jwt_secret) is not set: `bilet serve` generates one into {data}/jwt_secret"
+        )),
+        "{printed}"
     );
-    let second = bilet(&["config"], &[("BILET_DATA_DIR", &data)]);
-    assert!(!text(&second.stderr).contains("generated"));
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), secret);
+    let out = bilet(&["config", "--check"], &[("BILET_DATA_DIR", &data)]);
+    assert!(
+        text(&out.stdout).starts_with("configuration accepted: development mode, node `default`"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[tokio::test]
@@ -290,7 +543,8 @@ async fn dlq_lists_and_replays_the_in_process_dead_letters() {
     let bus = MemoryBroker::durable(crate::outbox::POLICY, t.db.clone())
         .await
         .unwrap();
-    let handler = crate::broker::FailsThen::new(usize::MAX);
+    // The tool takes only the name of a consumer a node runs; this database is the test's own.
+    let handler = crate::broker::FailsThen::named("events", usize::MAX);
     bus.subscribe(handler.subscription()).await.unwrap();
     let event = domain::envelope::Envelope::new("retry.cli", None, None, serde_json::json!({}));
     bus.publish(std::slice::from_ref(&event)).await.unwrap();

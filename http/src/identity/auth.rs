@@ -260,7 +260,15 @@ pub async fn messenger_sign_in(
     State(state): State<AppState>,
     Json(payload): Json<BTreeMap<String, serde_json::Value>>,
 ) -> Result<(StatusCode, Json<AuthResponse>), ApiError> {
-    let Some(bot_token) = state.config.messenger.bot_token.as_ref() else {
+    // Loading drops a blank or malformed token; a configuration built in code is held to the
+    // same rule, since an empty token keys the widget's MAC with SHA-256 of "".
+    let Some(bot_token) = state
+        .config
+        .messenger
+        .bot_token
+        .as_ref()
+        .filter(|token| messenger::bot_id(token.expose()).is_some())
+    else {
         return Err(Refusal::from(IdentityRefusal::MessengerNotConfigured).into());
     };
     let mut fields = BTreeMap::new();
