@@ -668,6 +668,19 @@ async fn messenger_sign_in_creates_once_and_refuses_forgeries() {
         .status,
         401
     );
+    // Signed, but at the ends of time: refused as a bad payload, never a 500 from arithmetic.
+    for at in [i64::MIN, i64::MAX] {
+        let extreme = widget("777", "Анна", at, BOT_TOKEN);
+        let r = ctx
+            .post(
+                "/api/v1/auth/messenger",
+                None,
+                serde_json::to_value(&extreme).unwrap(),
+            )
+            .await;
+        assert_eq!(r.status, 401, "auth_date {at}: {}", r.body);
+        assert_eq!(r.body["code"], "unauthorized", "auth_date {at}");
+    }
     let mut tampered = widget("777", "Анна", now, BOT_TOKEN);
     tampered.insert("id".into(), "778".into());
     assert_eq!(
