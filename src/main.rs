@@ -19,8 +19,13 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Runs the services of this node (cluster.toml `node`, or BILET_NODE).
-    Serve,
-    /// Applies pending database migrations and exits.
+    Serve {
+        /// Apply pending database migrations first. Development always does; production
+        /// otherwise refuses to start on a database that is not migrated.
+        #[arg(long)]
+        migrate: bool,
+    },
+    /// Applies pending database migrations (and creates the application role) and exits.
     Migrate,
     /// Grants or revokes the platform administrator role.
     Admin {
@@ -70,12 +75,9 @@ enum DlqAction {
 
 /// The database, migrated, for commands that read or change it.
 async fn database(config: &domain::config::Config) -> anyhow::Result<storage::Database> {
-    storage::db::migrate(
-        &config.database.url,
-        config.database.app_password.as_ref().map(|p| p.expose()),
-    )
-    .await
-    .context("migration failed")?;
+    storage::db::migrate(&config.database)
+        .await
+        .context("migration failed")?;
     Ok(storage::Database::connect(&config.database)?)
 }
 
@@ -90,18 +92,18 @@ async fn main() -> anyhow::Result<()> {
     };
     logging::init(&config.log.filter);
     match cli.command {
-        Command::Serve => {
+        Command::Serve { migrate } => {
             settings::warn_at_startup(&config);
-            node::serve(config).await
+            node::serve(config, migrate).await
         }
         Command::Migrate => {
-            storage::db::migrate(
-                &config.database.url,
-                config.database.app_password.as_ref().map(|p| p.expose()),
-            )
-            .await
-            .context("migration failed")?;
-            println!("migrations applied");
+            storage::db::migrate(&config.database)
+                .await
+                .context("migration failed")?;
+            println!(
+                "migrations applied; services connect as the role {}",
+                config.database.app_role_name()
+            );
             Ok(())
         }
         Command::Config { check: false } => {
@@ -150,12 +152,9 @@ async fn main() -> anyhow::Result<()> {
             // takes replayed ones up; RabbitMQ keeps them in a queue per consumer.
             let in_process = storage::broker::is_in_process(&config.broker);
             let db = if in_process {
-                storage::db::migrate(
-                    &config.database.url,
-                    config.database.app_password.as_ref().map(|p| p.expose()),
-                )
-                .await
-                .context("migration failed")?;
+                storage::db::migrate(&config.database)
+                    .await
+                    .context("migration failed")?;
                 Some(storage::Database::connect(&config.database)?)
             } else {
                 None

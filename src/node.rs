@@ -264,6 +264,20 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
             shutdown_rx.clone(),
         )));
     }
+    // The gateway's memory of revoked tokens, read once before it serves.
+    let revocations = node_config
+        .services
+        .contains(&Service::Gateway)
+        .then(|| http::revocations::RevocationFeed::new(state.db.clone()));
+    if let Some(feed) = &revocations {
+        if let Err(e) = feed.refresh().await {
+            tracing::warn!(error = %e, "revoked tokens not read yet; tokens wait for the first reading");
+        }
+        servers.push(tokio::spawn(feed.clone().run(
+            config.database.url.clone(),
+            shutdown_rx.clone(),
+        )));
+    }
     let mut addrs = BTreeMap::new();
     for service in &node_config.services {
         let addr = &config
@@ -304,20 +318,6 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
     }
     if let Some(parts) = state
         .notifications
-    // The gateway's memory of revoked tokens, read once before it serves.
-    let revocations = node_config
-        .services
-        .contains(&Service::Gateway)
-        .then(|| http::revocations::RevocationFeed::new(state.db.clone()));
-    if let Some(feed) = &revocations {
-        if let Err(e) = feed.refresh().await {
-            tracing::warn!(error = %e, "revoked tokens not read yet; tokens wait for the first reading");
-        }
-        servers.push(tokio::spawn(feed.clone().run(
-            config.database.url.clone(),
-            shutdown_rx.clone(),
-        )));
-    }
         .as_ref()
         .filter(|_| config.messenger.poll_updates)
     {
@@ -387,6 +387,7 @@ async fn door(
         tokens: state.tokens.clone(),
         limiter: Arc::new(RateLimiter::new(counter, state.clock.clone(), gateway)),
         trusted: Arc::new(trusted),
+        revocations,
     })
 }
 
@@ -423,7 +424,6 @@ async fn start_notifications(
 ) -> anyhow::Result<Notifications> {
     let telegram = messenger::Telegram::from_config(&config.messenger)?;
     if !telegram.is_on() {
-        revocations,
         tracing::info!(
             "no MESSENGER_BOT_TOKEN: the bot is off and notifications are logged as skipped"
         );

@@ -455,6 +455,8 @@ pub struct GatewayConfig {
     pub user_per_minute: u32,
     /// Uploads per minute per user.
     pub upload_per_minute: u32,
+    /// Payment provider notifications per minute per source IP (outside the public budget).
+    pub webhook_per_minute: u32,
     /// Proxies whose X-Forwarded-For is believed: IP addresses or CIDR ranges.
     pub trusted_proxies: Vec<String>,
     /// Prefix of the rate-limit keys in Redis (gateways sharing one budget share it).
@@ -469,6 +471,7 @@ impl Default for GatewayConfig {
             public_per_minute: 100,
             user_per_minute: 1000,
             upload_per_minute: 10,
+            webhook_per_minute: 6000,
             trusted_proxies: Vec::new(),
             rate_limit_prefix: "bilet:rl".into(),
             forward_timeout_ms: 30_000,
@@ -632,8 +635,6 @@ pub struct PaymentsConfig {
 #[serde(deny_unknown_fields)]
 pub struct ServiceAddr {
     /// Socket address it listens on.
-    /// Payment provider notifications per minute per source IP (outside the public budget).
-    pub webhook_per_minute: u32,
     pub listen: String,
     /// Base URL other processes reach it at.
     pub url: String,
@@ -648,7 +649,6 @@ pub struct NodeConfig {
     /// The services it runs.
     pub services: Vec<Service>,
     /// Addresses of this node's own, where they differ from `[services]` (several events
-            webhook_per_minute: 6000,
     /// nodes each listen on their own address).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub addresses: BTreeMap<Service, ServiceAddr>,

@@ -1,12 +1,14 @@
 //! Health endpoints. `/health/live` says the process answers; `/health/ready` says it can do
-//! its work: the database and the broker both answer within two seconds, and an events node
-//! holds its share of the event shards.
+//! its work: the database and the broker both answer within two seconds, an events node
+//! holds its share of the event shards, and its service secret is the one its peers use
+//! (`crate::peers`), so it can verify their calls and they its own.
 
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -29,6 +31,9 @@ pub struct Health {
     /// State of each dependency (readiness only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checks: Option<Checks>,
+    /// Why a check is DOWN, by check, where there is more to say than DOWN.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasons: BTreeMap<&'static str, String>,
 }
 
 /// Dependencies checked for readiness.
@@ -42,6 +47,9 @@ pub struct Checks {
     /// restart it waits for the leases of its former self to run out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shards: Option<Status>,
+    /// Whether this process's service secret is the one its live peers use (the most
+    /// common fingerprint among the processes of the installation).
+    pub peers: Status,
 }
 
 /// The process is alive.
@@ -50,19 +58,36 @@ pub async fn live() -> Json<Health> {
     Json(Health {
         status: Status::Up,
         checks: None,
+        reasons: BTreeMap::new(),
     })
 }
 
-/// The process can serve: database and broker answer.
+/// The process can serve: database and broker answer, its peers share its secret.
 #[utoipa::path(get, path = "/health/ready", tag = "health", responses(
     (status = 200, body = Health, description = "ready"),
     (status = 503, body = Health, description = "a dependency is down"),
 ))]
 pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
-    let (database, broker) = tokio::join!(
+    let (database, broker, peers) = tokio::join!(
         tokio::time::timeout(CHECK_TIMEOUT, state.db.ping()),
         tokio::time::timeout(CHECK_TIMEOUT, state.broker.ready()),
+        tokio::time::timeout(CHECK_TIMEOUT, state.peers.check(&state.db)),
     );
+    let mut reasons = BTreeMap::new();
+    let peers = match peers {
+        Ok(Ok(())) => Status::Up,
+        Ok(Err(why)) => {
+            reasons.insert("peers", why);
+            Status::Down
+        }
+        Err(_) => {
+            reasons.insert(
+                "peers",
+                "the other processes could not be read in time".into(),
+            );
+            Status::Down
+        }
+    };
     let database = if matches!(database, Ok(Ok(()))) {
         Status::Up
     } else {
@@ -81,7 +106,11 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Health>) 
             Status::Down
         }
     });
-    let status = if database == Status::Up && broker == Status::Up && shards != Some(Status::Down) {
+    let status = if database == Status::Up
+        && broker == Status::Up
+        && shards != Some(Status::Down)
+        && peers == Status::Up
+    {
         Status::Up
     } else {
         Status::Down
@@ -99,7 +128,9 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Health>) 
                 database,
                 broker,
                 shards,
+                peers,
             }),
+            reasons,
         }),
     )
 }

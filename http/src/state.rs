@@ -39,6 +39,9 @@ pub struct AppState {
     pub analytics: Option<Analytics>,
     /// The send queue, in a process running the notification service.
     pub notifications: Option<Notifications>,
+    /// This process as the installation's other processes see it (readiness compares their
+    /// service secrets).
+    pub peers: crate::peers::Peers,
 }
 
 /// The notification service's parts.

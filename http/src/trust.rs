@@ -116,6 +116,16 @@ fn described<'a>(
     }
 }
 
+/// The signer an assertion names, for the log (unverified: never for a decision).
+fn signer_named(request: &Request) -> &str {
+    request
+        .headers()
+        .get(trust::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split('.').nth(1))
+        .unwrap_or("")
+}
+
 /// Who signed the request a service is answering.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verified(pub Service);
@@ -137,7 +147,20 @@ pub async fn require(State(trust): State<Trust>, mut request: Request, next: Nex
             next.run(request).await
         }
         Err(why) => {
-            tracing::warn!(reason = %why, path = request.uri().path(), "unsigned request refused");
+            match why {
+                // The assertion is well formed and fresh: the caller holds a secret, not ours
+                // (or the request was altered on the way). Calling it unsigned sent operators
+                // looking for a missing header.
+                TrustError::BadSignature => tracing::warn!(
+                    reason = %why,
+                    path = request.uri().path(),
+                    signer = signer_named(&request),
+                    "request signed with another secret refused (is SERVICE_SECRET the same on every process?)"
+                ),
+                _ => {
+                    tracing::warn!(reason = %why, path = request.uri().path(), "unsigned request refused")
+                }
+            }
             ApiError::from(Refusal::from(PlatformRefusal::UnsignedRequest))
                 .with_details(serde_json::json!({"reason": why.to_string()}))
                 .into_response()

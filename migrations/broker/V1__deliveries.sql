@@ -2,12 +2,6 @@
 -- and consumer, written before the relay counts the event as published and deleted once the
 -- consumer's handler succeeded. A row survives a crash, carries the retry schedule, and ends
 -- as a dead letter (dead_at set) when the handler gave up. RabbitMQ deployments leave it empty.
---
--- The grants name the application role (storage::db::APP_ROLE) because this schema belongs
--- to no service and so gets no infrastructure template.
-GRANT USAGE ON SCHEMA broker TO bilet_app;
-ALTER DEFAULT PRIVILEGES IN SCHEMA broker GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO bilet_app;
-ALTER DEFAULT PRIVILEGES IN SCHEMA broker GRANT USAGE, SELECT ON SEQUENCES TO bilet_app;
 
 CREATE TABLE broker.deliveries (
     id         UUID PRIMARY KEY,

@@ -16,6 +16,7 @@ pub mod mail;
 pub mod media;
 pub mod notifications;
 pub mod outbox;
+pub mod peers;
 
 pub use db::{Database, DbError, Schema, Scope, Tx};
 pub use error::{Error, Result};

@@ -805,3 +805,71 @@ async fn s3_presigned_links_are_checked_by_the_server() {
     objects.delete(&key).await.unwrap();
     assert_eq!(get(url).await.0, 404, "the bytes are gone");
 }
+
+/// `storage.public_endpoint`: the service reaches Garage at its private address (127.0.0.1),
+/// browsers at another host name (localhost here). Links name the public host and work there;
+/// a link signed for the private host and pointed at the public one afterwards is refused,
+/// which is why links are signed for the public host rather than rewritten.
+#[tokio::test]
+async fn s3_links_are_signed_for_the_public_endpoint() {
+    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} (make test sets it)"));
+    let private = env("STORAGE_ENDPOINT").trim_end_matches('/').to_string();
+    assert!(
+        private.contains("127.0.0.1"),
+        "the test expects Garage at 127.0.0.1: {private}"
+    );
+    let public = private.replace("127.0.0.1", "localhost");
+    let public_for_node = public.clone();
+    let ctx = Ctx::with_config(move |c| {
+        c.storage.endpoint = Some(env("STORAGE_ENDPOINT"));
+        c.storage.public_endpoint = Some(public_for_node);
+        c.storage.access_key = Some(domain::config::Secret::new(env("STORAGE_ACCESS_KEY")));
+        c.storage.secret_key = Some(domain::config::Secret::new(env("STORAGE_SECRET_KEY")));
+        c.storage.bucket = env("STORAGE_BUCKET");
+        c.storage.region = env("STORAGE_REGION");
+    })
+    .await;
+    let user = ctx.user().await;
+    let token = &user.access;
+    let uploaded = upload(&ctx, token, "file", &landscape_jpeg(), Some("image/jpeg")).await;
+    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
+    let id = uploaded.body["id"].as_str().unwrap().to_string();
+    ready(&ctx, token, &id).await;
+
+    let given = link(&ctx, token, &id, "ORIGINAL").await;
+    assert_eq!(given.status, 200, "{}", given.body);
+    let url = given.body["url"].as_str().unwrap().to_string();
+    assert!(
+        url.starts_with(&format!(
+            "{public}/{}/",
+            std::env::var("STORAGE_BUCKET").unwrap()
+        )),
+        "the link names the public endpoint: {url}"
+    );
+    assert!(!url.contains("127.0.0.1"), "{url}");
+    let (status, bytes) = fetch(&ctx, &url).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    assert_eq!(bytes, landscape_jpeg());
+
+    // What rewriting would give: the signature covers the host, so the server refuses it.
+    let key = url[public.len()..].split('?').next().unwrap().to_string();
+    let private_objects = s3_objects();
+    let bucket_prefix = format!("/{}/", std::env::var("STORAGE_BUCKET").unwrap());
+    let signed_privately = private_objects
+        .url(
+            key.strip_prefix(&bucket_prefix).unwrap(),
+            chrono::Utc::now(),
+            Duration::minutes(5),
+        )
+        .await
+        .unwrap();
+    assert!(signed_privately.starts_with(&private), "{signed_privately}");
+    let (status, _) = fetch(&ctx, &signed_privately).await;
+    assert_eq!(
+        status, 200,
+        "the private link works from the private network"
+    );
+    let rewritten = signed_privately.replacen(&private, &public, 1);
+    let (status, _) = fetch(&ctx, &rewritten).await;
+    assert_eq!(status, 403, "a rewritten link is refused: {rewritten}");
+}

@@ -21,7 +21,7 @@ async fn node_serves_health_metrics_and_openapi_on_every_port() {
     assert!(ready.headers.contains_key("x-correlation-id"));
     assert_eq!(
         ready.body,
-        serde_json::json!({"status": "UP", "checks": {"database": "UP", "broker": "UP", "shards": "UP"}})
+        serde_json::json!({"status": "UP", "checks": {"database": "UP", "broker": "UP", "shards": "UP", "peers": "UP"}})
     );
 
     let doc = get(&format!("{gateway}/api/v1/openapi.json"), None)
@@ -91,7 +91,7 @@ async fn readiness_reports_a_broker_that_does_not_answer() {
     assert_eq!(ready.status, 503);
     assert_eq!(
         ready.body,
-        serde_json::json!({"status": "DOWN", "checks": {"database": "UP", "broker": "DOWN", "shards": "UP"}})
+        serde_json::json!({"status": "DOWN", "checks": {"database": "UP", "broker": "DOWN", "shards": "UP", "peers": "UP"}})
     );
     node.stop().await;
 }

@@ -22,7 +22,7 @@ pub fn amqp_url() -> String {
 pub struct TestDb {
     /// Owner connection URL of this database.
     pub url: String,
-    /// The pool services use (role bilet_app).
+    /// The pool services use (the application role, `bilet_app_<database>`).
     pub db: Database,
     /// The configuration pointing at it.
     pub config: Config,
@@ -40,12 +40,12 @@ impl TestDb {
             .await
             .unwrap();
         let url = with_dbname(&admin_url(), &name);
-        storage::db::migrate(&url, None)
-            .await
-            .expect("migrations apply");
         let mut config = test_config();
         config.database.url = url.clone();
         config.database.pool_size = 8;
+        storage::db::migrate(&config.database)
+            .await
+            .expect("migrations apply");
         let db = Database::connect(&config.database).unwrap();
         TestDb { url, db, config }
     }
@@ -58,7 +58,8 @@ impl TestDb {
     }
 }
 
-fn with_dbname(url: &str, db: &str) -> String {
+/// `url` naming the database `db` instead.
+pub fn with_dbname(url: &str, db: &str) -> String {
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, Some(q)),
         None => (url, None),

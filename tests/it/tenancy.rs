@@ -145,20 +145,21 @@ async fn dropped_transaction_rolls_back() {
 async fn application_role_owns_nothing_and_every_tenant_table_forces_rls() {
     let t = TestDb::new().await;
     let owner = t.owner().await;
+    let app = t.config.database.app_role_name();
     let role = owner
         .query_one(
-            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = 'bilet_app'",
-            &[],
+            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = $1",
+            &[&app],
         )
         .await
         .unwrap();
     assert!(!role.get::<_, bool>(0) && !role.get::<_, bool>(1));
     let owned: i64 = owner
-        .query_one("SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner WHERE r.rolname = 'bilet_app'", &[])
+        .query_one("SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner WHERE r.rolname = $1", &[&app])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(owned, 0, "bilet_app must own no relation");
+    assert_eq!(owned, 0, "{app} must own no relation");
     // Every table with a tenant column, except the outbox (infrastructure read by the relay),
     // must have row level security enabled and forced.
     let unprotected = owner
@@ -195,7 +196,7 @@ async fn application_role_owns_nothing_and_every_tenant_table_forces_rls() {
 #[tokio::test]
 async fn migrations_are_idempotent() {
     let t = TestDb::new().await;
-    storage::db::migrate(&t.url, None).await.unwrap();
+    storage::db::migrate(&t.config.database).await.unwrap();
     let owner = t.owner().await;
     let applied: i64 = owner
         .query_one(

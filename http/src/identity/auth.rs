@@ -322,6 +322,7 @@ pub async fn messenger_sign_in(
         now,
     )
     .await?;
+    refuse_blocked(&user)?;
     let issued = sessions::start(&state.db, user.id, now).await?;
     let status = if created {
         StatusCode::CREATED
@@ -330,7 +331,6 @@ pub async fn messenger_sign_in(
     };
     Ok((
         status,
-    refuse_blocked(&user)?;
         Json(session_response(&state, user, None, Vec::new(), issued)?),
     ))
 }

@@ -181,6 +181,12 @@ pub async fn from_config(config: &BrokerConfig) -> Result<Arc<dyn Broker>, Broke
     let policy = policy_of(config);
     if is_in_process(config) {
         Ok(Arc::new(MemoryBroker::new(policy)))
+    } else if config.exchange.trim().is_empty() {
+        // An empty name is RabbitMQ's default exchange, which every installation shares.
+        Err(BrokerError::Unavailable(
+            "broker.exchange is empty (Config::name_installation names it after the database)"
+                .into(),
+        ))
     } else if config.url.starts_with("amqp://") || config.url.starts_with("amqps://") {
         Ok(Arc::new(RabbitBroker::new(
             &config.url,

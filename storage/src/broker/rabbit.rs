@@ -1,4 +1,5 @@
-//! RabbitMQ through lapin. Topology per consumer `c` of exchange `x` (`bilet.events`):
+//! RabbitMQ through lapin. Topology per consumer `c` of exchange `x` (`broker.exchange`,
+//! `bilet.<database>.events` by default):
 //! - `x.c` (durable), bound to the topic exchange with the consumer's patterns, with the
 //!   dead-letter exchange `x.dlx` (routing key `c`) for rejected messages;
 //! - `x.c.retry` (durable) with no consumer: a failed message waits there for its

@@ -1,5 +1,6 @@
-//! The PostgreSQL pool. Services connect as `bilet_app`, a role that owns no table, so row
-//! level security applies to every query they make; migrations run as the owner given by
+//! The PostgreSQL pool. Services connect as the installation's application role
+//! (`database.app_role`, `bilet_app_<database>` by default), which owns no table, so row level
+//! security applies to every query they make; migrations run as the owner given by
 //! `database.url`.
 
 mod listen;
@@ -8,7 +9,7 @@ pub mod page;
 mod scope;
 
 pub use listen::listen;
-pub use migrate::{APP_ROLE, migrate};
+pub use migrate::{LEGACY_V1_CHECKSUMS, migrate, pending};
 pub use scope::{Scope, Tx};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -27,6 +28,9 @@ pub enum DbError {
     /// A statement failed.
     #[error("database error: {}", describe(.0))]
     Query(#[from] tokio_postgres::Error),
+    /// The application role is not this installation's to change.
+    #[error("{0}")]
+    AppRole(String),
     /// A migration failed.
     #[error("migration of schema {schema} failed: {reason}")]
     Migration {
@@ -128,13 +132,14 @@ pub struct Database {
 }
 
 impl Database {
-    /// Builds the pool of `bilet_app` connections from the owner URL. Connections open lazily.
+    /// Builds the pool of application-role connections from the owner URL. Connections open
+    /// lazily.
     pub fn connect(config: &DatabaseConfig) -> Result<Database, DbError> {
         let mut pg: tokio_postgres::Config = config
             .url
             .parse()
             .map_err(|e: tokio_postgres::Error| DbError::Url(e.to_string()))?;
-        pg.user(APP_ROLE);
+        pg.user(config.app_role_name());
         match &config.app_password {
             Some(pw) => pg.password(pw.expose()),
             // With trust or peer authentication no password is needed; never reuse the

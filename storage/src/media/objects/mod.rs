@@ -69,6 +69,7 @@ impl Objects {
                     region: &config.storage.region,
                     access_key: access_key.expose(),
                     secret_key: secret_key.expose(),
+                    public_endpoint: config.storage.public_endpoint.as_deref(),
                 })?))
             }
             None => Ok(Objects::Local(LocalStore::from_config(config))),

@@ -51,13 +51,21 @@ pub struct S3Settings<'a> {
     pub access_key: &'a str,
     /// The secret access key.
     pub secret_key: &'a str,
+    /// Where browsers reach the same server, when `endpoint` is a private address: presigned
+    /// links are signed for this host (the signature covers it, so a link cannot be rewritten
+    /// to another host afterwards).
+    pub public_endpoint: Option<&'a str>,
 }
 
 /// An S3-compatible server.
 #[derive(Clone)]
 pub struct S3Store {
     store: Arc<AmazonS3>,
+    /// Signs presigned links: `store` itself, or a client of the public endpoint (which sends
+    /// nothing; signing is local).
+    signer: Arc<AmazonS3>,
     endpoint: String,
+    public_endpoint: Option<String>,
     bucket: String,
 }
 
@@ -66,18 +74,24 @@ impl std::fmt::Debug for S3Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("S3Store")
             .field("endpoint", &self.endpoint)
+            .field("public_endpoint", &self.public_endpoint)
             .field("bucket", &self.bucket)
             .finish_non_exhaustive()
     }
 }
 
-/// The client configuration for `settings`, before it is built.
+/// The client configuration for `settings` talking to `endpoint`, the value of `setting` (the
+/// private or the public endpoint), before it is built.
 ///
 /// Path-style requests, since Garage (and MinIO) do not serve buckets as host names by
 /// default. Plain HTTP is allowed only when the endpoint itself is `http://`, so a store
 /// configured with `https://` can never be downgraded.
-pub fn builder(settings: &S3Settings<'_>) -> Result<AmazonS3Builder, ObjectError> {
-    let endpoint = settings.endpoint.trim_end_matches('/');
+fn builder_for(
+    settings: &S3Settings<'_>,
+    endpoint: &str,
+    setting: &str,
+) -> Result<AmazonS3Builder, ObjectError> {
+    let endpoint = endpoint.trim_end_matches('/');
     let scheme = endpoint
         .split_once("://")
         .map(|(scheme, _)| scheme.to_ascii_lowercase());
@@ -86,7 +100,7 @@ pub fn builder(settings: &S3Settings<'_>) -> Result<AmazonS3Builder, ObjectError
         Some("https") => false,
         _ => {
             return Err(ObjectError::Config(format!(
-                "storage.endpoint {endpoint:?} must start with http:// or https://"
+                "{setting} {endpoint:?} must start with http:// or https://"
             )));
         }
     };
@@ -134,12 +148,26 @@ fn failed(operation: &'static str, key: &str) -> impl FnOnce(object_store::Error
 impl S3Store {
     /// A store for `settings`; nothing is sent until the first operation.
     pub fn new(settings: &S3Settings<'_>) -> Result<S3Store, ObjectError> {
-        let store = builder(settings)?
-            .build()
-            .map_err(|e| ObjectError::Config(format!("s3 store: {e}")))?;
+        let build = |endpoint: &str, setting: &str| -> Result<Arc<AmazonS3>, ObjectError> {
+            let store = builder_for(settings, endpoint, setting)?
+                .build()
+                .map_err(|e| ObjectError::Config(format!("s3 store: {e}")))?;
+            Ok(Arc::new(store))
+        };
+        let store = build(settings.endpoint, "storage.endpoint")?;
+        let public_endpoint = settings
+            .public_endpoint
+            .map(|e| e.trim().trim_end_matches('/'))
+            .filter(|e| !e.is_empty());
+        let signer = match public_endpoint {
+            Some(public) => build(public, "storage.public_endpoint")?,
+            None => store.clone(),
+        };
         Ok(S3Store {
-            store: Arc::new(store),
+            store,
+            signer,
             endpoint: settings.endpoint.trim_end_matches('/').to_string(),
+            public_endpoint: public_endpoint.map(str::to_string),
             bucket: settings.bucket.to_string(),
         })
     }
@@ -238,7 +266,7 @@ impl S3Store {
             .to_std()
             .map_err(|_| ObjectError::Config(format!("link lifetime {ttl} is negative")))?;
         let url = self
-            .store
+            .signer
             .signed_url(reqwest::Method::GET, &path, expires_in)
             .await
             .map_err(failed("presign", key))?;
@@ -259,7 +287,12 @@ mod tests {
             region: "auto",
             access_key: "AKIAIOSFODNN7EXAMPLE",
             secret_key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            public_endpoint: None,
         }
+    }
+
+    fn builder(settings: &S3Settings<'_>) -> Result<AmazonS3Builder, ObjectError> {
+        builder_for(settings, settings.endpoint, "storage.endpoint")
     }
 
     fn config(builder: &AmazonS3Builder, key: AmazonS3ConfigKey) -> Option<String> {
@@ -337,5 +370,33 @@ mod tests {
             store.presign("org/file.png", Duration::seconds(-1)).await,
             Err(ObjectError::Config(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn links_are_signed_for_the_public_endpoint_when_there_is_one() {
+        let store = S3Store::new(&S3Settings {
+            public_endpoint: Some("https://media.example.org/"),
+            ..settings("http://10.0.0.5:3900")
+        })
+        .unwrap();
+        let url = store
+            .presign("org/file.png", Duration::hours(1))
+            .await
+            .unwrap();
+        assert!(
+            url.starts_with("https://media.example.org/bilet-media/org/file.png?"),
+            "{url}"
+        );
+        assert!(!url.contains("10.0.0.5"), "{url}");
+        let refused = S3Store::new(&S3Settings {
+            public_endpoint: Some("media.example.org"),
+            ..settings("http://10.0.0.5:3900")
+        });
+        match refused {
+            Err(ObjectError::Config(why)) => {
+                assert!(why.contains("storage.public_endpoint"), "{why}")
+            }
+            other => panic!("expected a configuration error, got {other:?}"),
+        }
     }
 }
