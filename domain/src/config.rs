@@ -270,8 +270,9 @@ pub enum SecretSetting {
 }
 
 /// Least length production accepts for the secrets whose value the operator chooses (JWT,
-/// service, webhook): 32 bytes, 256 bits, the HMAC-SHA256 key size.
-pub const MIN_OPERATOR_SECRET_BYTES: usize = 32;
+/// service, webhook): 32 bytes, 256 bits, the HMAC-SHA256 key size (the service secret's own
+/// minimum).
+pub const MIN_OPERATOR_SECRET_BYTES: usize = crate::trust::MIN_SECRET_BYTES;
 
 /// Least length of `DATABASE_APP_PASSWORD` in production: a password, not a key, but one no
 /// person types, so 16 bytes (about 96 bits in base64) costs nothing.
