@@ -6,7 +6,7 @@ use actors::media::{MediaWorkers, VariantArgs};
 use actors::ticketing::{ReservationTimer, Ticketing};
 use anyhow::Context;
 use domain::clock::{Clock, SystemClock};
-use domain::config::{Config, Service};
+use domain::config::{Config, Mode, Service};
 use http::AppState;
 use http::gateway::Door;
 use http::metrics::Metrics;
@@ -72,9 +72,12 @@ impl Node {
     }
 }
 
-/// Runs the node until SIGINT or SIGTERM.
-pub async fn serve(config: Config) -> anyhow::Result<()> {
-    let node = start(config).await?;
+/// Runs the node until SIGINT or SIGTERM. `migrate` (`bilet serve --migrate`) applies pending
+/// migrations first; without it a production node only checks that there are none, since a
+/// migration is a step of the deployment, not something each process does by surprise.
+pub async fn serve(config: Config, migrate: bool) -> anyhow::Result<()> {
+    let migrate = migrate || config.mode == Mode::Development;
+    let node = start_with(config, Arc::new(SystemClock), migrate).await?;
     wait_for_signal().await;
     tracing::info!("shutting down");
     node.stop().await;
@@ -86,8 +89,22 @@ pub async fn start(config: Config) -> anyhow::Result<Node> {
     start_with_clock(config, Arc::new(SystemClock)).await
 }
 
-/// Starts the node with a given clock (tests move time with a manual one).
-pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Node> {
+/// Starts the node with a given clock (tests move time with a manual one). Development
+/// migrates the database; production checks it is migrated.
+pub async fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Node> {
+    let migrate = config.mode == Mode::Development;
+    start_with(config, clock, migrate).await
+}
+
+/// Starts the node, applying pending migrations first when `migrate`, otherwise refusing to
+/// start unless there are none.
+pub async fn start_with(
+    mut config: Config,
+    clock: Arc<dyn Clock>,
+    migrate: bool,
+) -> anyhow::Result<Node> {
+    // A configuration built by hand (tests, embedding) has not been through `Config::load`.
+    config.name_installation();
     if config
         .auth
         .service_secret
@@ -100,14 +117,22 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         config.auth.service_secret = Some(domain::config::Secret::new(hex_encode(&bytes)));
     }
     let node_config = config.current_node()?.clone();
-    let app_password = config
-        .database
-        .app_password
-        .as_ref()
-        .map(|p| p.expose().to_string());
-    storage::db::migrate(&config.database.url, app_password.as_deref())
-        .await
-        .context("cannot migrate the database (is PostgreSQL running at DATABASE_URL?)")?;
+    if migrate {
+        storage::db::migrate(&config.database)
+            .await
+            .context("cannot migrate the database (is PostgreSQL running at DATABASE_URL?)")?;
+    } else {
+        let pending = storage::db::pending(&config.database).await.context(
+            "cannot read the database's migrations (is PostgreSQL running at DATABASE_URL?)",
+        )?;
+        if !pending.is_empty() {
+            anyhow::bail!(
+                "the database is not at the latest migration ({} pending: {}): run `bilet migrate` first, or start with `bilet serve --migrate`",
+                pending.len(),
+                pending.join(", ")
+            );
+        }
+    }
     let db = storage::Database::connect(&config.database)?;
     let broker = storage::broker::open(&config.broker, &db).await?;
     let mailer = Mailer::new(
@@ -203,6 +228,7 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         media,
         analytics,
         notifications,
+        peers: http::peers::Peers::new(&config),
     };
 
     let schemas: Vec<Schema> = node_config
@@ -234,6 +260,16 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         shutdown_rx.clone(),
     );
     let mut servers = Vec::new();
+    // Announced before serving, so the first readiness check of every peer counts this one.
+    if let Err(why) = state.peers.check(&state.db).await {
+        tracing::warn!(reason = %why, "this process does not agree with its peers");
+    }
+    servers.push(tokio::spawn(
+        state
+            .peers
+            .clone()
+            .run(state.db.clone(), shutdown_rx.clone()),
+    ));
     let mut cluster = Vec::new();
     let (cluster_stop, cluster_stop_rx) = watch::channel(false);
     if let Some((membership, owner)) = membership {
@@ -273,10 +309,10 @@ pub async fn start_with_clock(mut config: Config, clock: Arc<dyn Clock>) -> anyh
         if let Err(e) = feed.refresh().await {
             tracing::warn!(error = %e, "revoked tokens not read yet; tokens wait for the first reading");
         }
-        servers.push(tokio::spawn(feed.clone().run(
-            config.database.url.clone(),
-            shutdown_rx.clone(),
-        )));
+        servers.push(tokio::spawn(
+            feed.clone()
+                .run(config.database.url.clone(), shutdown_rx.clone()),
+        ));
     }
     let mut addrs = BTreeMap::new();
     for service in &node_config.services {

@@ -16,6 +16,7 @@ pub const ENV_ALIASES: &[(&str, &str)] = &[
     ("RUST_LOG", "log.filter"),
     ("DATABASE_URL", "database.url"),
     ("DATABASE_APP_PASSWORD", "database.app_password"),
+    ("DATABASE_APP_ROLE", "database.app_role"),
     ("BROKER_URL", "broker.url"),
     ("CLICKHOUSE_URL", "clickhouse.url"),
     ("REDIS_URL", "redis.url"),
@@ -26,6 +27,7 @@ pub const ENV_ALIASES: &[(&str, &str)] = &[
     ("STORAGE_SECRET_KEY", "storage.secret_key"),
     ("STORAGE_BUCKET", "storage.bucket"),
     ("STORAGE_REGION", "storage.region"),
+    ("STORAGE_PUBLIC_ENDPOINT", "storage.public_endpoint"),
     ("MESSENGER_BOT_TOKEN", "messenger.bot_token"),
     ("MESSENGER_BOT_USERNAME", "messenger.bot_username"),
     ("MESSENGER_API_URL", "messenger.api_url"),
@@ -406,9 +408,13 @@ pub struct LogConfig {
 pub struct DatabaseConfig {
     /// Connection of the schema owner: migrations run with it.
     pub url: String,
-    /// Password of the `bilet_app` role the services connect as (owns no table); none with
+    /// Password of the application role the services connect as (owns no table); none with
     /// trust authentication.
     pub app_password: Option<Secret>,
+    /// Name of that role. Roles are shared by every database of a PostgreSQL server, so the
+    /// default is derived from the database's name (`DatabaseConfig::app_role_name`): two
+    /// installations on one server never share, nor reset each other's, role.
+    pub app_role: Option<String>,
     /// Connections in the pool of each process.
     pub pool_size: usize,
     /// Longest a statement may run, in milliseconds.
@@ -424,7 +430,8 @@ pub struct DatabaseConfig {
 pub struct BrokerConfig {
     /// `memory` for the in-process bus, or an `amqp://` URL for RabbitMQ.
     pub url: String,
-    /// The topic exchange events are published to.
+    /// The topic exchange events are published to (its consumers' queues are named under it).
+    /// Empty: `bilet.<database name>.events`, so installations sharing a RabbitMQ stay apart.
     pub exchange: String,
     /// Deliveries of a message before it goes to the dead-letter queue.
     pub max_attempts: u32,
@@ -569,6 +576,9 @@ pub struct StorageConfig {
     pub bucket: String,
     /// S3 region.
     pub region: String,
+    /// The endpoint browsers reach the same server at, when `endpoint` is a private address:
+    /// presigned links are signed for (and point at) this one.
+    pub public_endpoint: Option<String>,
 }
 
 /// Messenger bot settings.
@@ -713,6 +723,7 @@ impl Default for DatabaseConfig {
         DatabaseConfig {
             url: "postgres://postgres@127.0.0.1:5432/bilet".into(),
             app_password: None,
+            app_role: None,
             pool_size: 32,
             statement_timeout_ms: 30_000,
             idle_in_transaction_ms: 5_000,
@@ -720,11 +731,103 @@ impl Default for DatabaseConfig {
     }
 }
 
+/// Longest identifier PostgreSQL keeps (longer ones are silently cut, which could make two
+/// derived role names equal).
+const MAX_IDENTIFIER_BYTES: usize = 63;
+
+impl DatabaseConfig {
+    /// The database `url` names: the path of a `postgres://` URL or the `dbname=` of a
+    /// key/value string, else (as libpq does) the user's name, else `postgres`.
+    pub fn database_name(&self) -> String {
+        let url = self.url.trim();
+        if let Some((_, rest)) = url.split_once("://") {
+            let rest = rest.split(['?', '#']).next().unwrap_or("");
+            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+            if !path.is_empty() {
+                return percent_decode(path);
+            }
+            let user = authority
+                .rsplit_once('@')
+                .map(|(info, _)| info.split(':').next().unwrap_or(""))
+                .unwrap_or("");
+            if !user.is_empty() {
+                return percent_decode(user);
+            }
+        } else {
+            let value = |key: &str| {
+                url.split_whitespace()
+                    .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+                    .map(|v| v.trim_matches('\'').to_string())
+                    .filter(|v| !v.is_empty())
+            };
+            if let Some(name) = value("dbname").or_else(|| value("user")) {
+                return name;
+            }
+        }
+        "postgres".into()
+    }
+
+    /// The application role: `app_role` when given, else `bilet_app_<database>` in lower-case
+    /// letters, digits and `_`. When that spelling is not the database's name as is (other
+    /// characters, or longer than PostgreSQL's 63 bytes), a hash of the name is appended so
+    /// that `my-db` and `my_db` still get different roles.
+    pub fn app_role_name(&self) -> String {
+        if let Some(role) = self.app_role.as_deref().filter(|r| !r.trim().is_empty()) {
+            return role.to_string();
+        }
+        let database = self.database_name();
+        let clean: String = database
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | '0'..='9' | '_' => c,
+                _ => '_',
+            })
+            .collect();
+        let plain = format!("bilet_app_{clean}");
+        if clean == database && plain.len() <= MAX_IDENTIFIER_BYTES {
+            return plain;
+        }
+        use sha2::Digest;
+        let hash = hex::encode(&sha2::Sha256::digest(database.as_bytes())[..4]);
+        let keep = MAX_IDENTIFIER_BYTES - hash.len() - 1;
+        // `clean` is ASCII, so any byte length is a character boundary.
+        format!("{}_{hash}", &plain[..plain.len().min(keep)])
+    }
+}
+
+/// The exchange of an installation whose database is `database`.
+pub fn default_exchange(database: &str) -> String {
+    format!("bilet.{database}.events")
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| text.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match escaped {
+            Some(b) => {
+                out.push(b);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 impl Default for BrokerConfig {
     fn default() -> Self {
         BrokerConfig {
             url: "memory".into(),
-            exchange: "bilet.events".into(),
+            exchange: String::new(),
             max_attempts: 5,
             retry_base_ms: 500,
             relay_poll_ms: 1_000,
@@ -759,6 +862,7 @@ impl Default for StorageConfig {
             secret_key: None,
             bucket: "bilet-media".into(),
             region: "garage".into(),
+            public_endpoint: None,
         }
     }
 }
@@ -825,8 +929,26 @@ impl Config {
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
         config.notes = notes;
+        config.name_installation();
         config.validate()?;
         Ok(config)
+    }
+
+    /// Fills the names that must differ between installations sharing a PostgreSQL server or
+    /// a RabbitMQ (the application role, the exchange) from the database's name, unless given.
+    /// `load` does it; a configuration built by hand gets it when a node starts.
+    pub fn name_installation(&mut self) {
+        if self
+            .database
+            .app_role
+            .as_deref()
+            .is_none_or(|r| r.trim().is_empty())
+        {
+            self.database.app_role = Some(self.database.app_role_name());
+        }
+        if self.broker.exchange.trim().is_empty() {
+            self.broker.exchange = default_exchange(&self.database.database_name());
+        }
     }
 
     /// The value of a secret, if set and usable.
@@ -1589,5 +1711,93 @@ mod tests {
             Config::load(Some("mode = ["), EMPTY),
             Err(ConfigError::Syntax(_))
         ));
+    }
+}
+
+#[cfg(test)]
+mod installation_tests {
+    use super::*;
+
+    fn database(url: &str) -> DatabaseConfig {
+        DatabaseConfig {
+            url: url.into(),
+            ..DatabaseConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_database_name_is_read_from_either_form_of_url() {
+        for (url, name) in [
+            ("postgres://u:pw@db:5432/bilet", "bilet"),
+            (
+                "postgresql://u@db/shop%2Dtickets?sslmode=disable",
+                "shop-tickets",
+            ),
+            ("postgres://owner@db:5432", "owner"),
+            ("postgres://db", "postgres"),
+            ("host=db user=owner dbname=events_prod", "events_prod"),
+            ("host=db user=owner", "owner"),
+        ] {
+            assert_eq!(database(url).database_name(), name, "{url}");
+        }
+    }
+
+    #[test]
+    fn the_role_is_derived_from_the_database_and_fits_postgresql() {
+        assert_eq!(
+            database("postgres://o@db/bilet").app_role_name(),
+            "bilet_app_bilet"
+        );
+        // Different databases whose clean spellings are equal still get different roles.
+        let dashed = database("postgres://o@db/my-db").app_role_name();
+        let underscored = database("postgres://o@db/my_db").app_role_name();
+        assert_eq!(underscored, "bilet_app_my_db");
+        assert!(dashed.starts_with("bilet_app_my_db_"), "{dashed}");
+        assert_ne!(dashed, underscored);
+        let long = "a".repeat(63);
+        let role = database(&format!("postgres://o@db/{long}")).app_role_name();
+        assert!(role.len() <= 63, "{role}");
+        let other = database(&format!("postgres://o@db/{long}b")).app_role_name();
+        assert_ne!(role, other, "names cut to 63 bytes must not collide");
+        for role in [dashed, role, other] {
+            assert!(
+                role.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{role}"
+            );
+        }
+        let given = DatabaseConfig {
+            app_role: Some("shop_app".into()),
+            ..database("postgres://o@db/bilet")
+        };
+        assert_eq!(given.app_role_name(), "shop_app");
+    }
+
+    #[test]
+    fn loading_names_the_role_and_the_exchange_after_the_database() {
+        let c = Config::load(None, [("DATABASE_URL", "postgres://o@db/shop")]).unwrap();
+        assert_eq!(c.database.app_role.as_deref(), Some("bilet_app_shop"));
+        assert_eq!(c.broker.exchange, "bilet.shop.events");
+        let c = Config::load(
+            Some("[broker]\nexchange = \"legacy.events\"\n"),
+            [
+                ("DATABASE_URL", "postgres://o@db/shop"),
+                ("DATABASE_APP_ROLE", "shop_role"),
+                ("STORAGE_PUBLIC_ENDPOINT", "https://media.example.org"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.database.app_role.as_deref(), Some("shop_role"));
+        assert_eq!(c.broker.exchange, "legacy.events");
+        assert_eq!(
+            c.storage.public_endpoint.as_deref(),
+            Some("https://media.example.org")
+        );
+        // A configuration built by hand gets them when named.
+        let mut hand = Config::default();
+        hand.database.url = "postgres://o@db/other".into();
+        hand.name_installation();
+        assert_eq!(hand.broker.exchange, "bilet.other.events");
+        assert_eq!(hand.database.app_role.as_deref(), Some("bilet_app_other"));
     }
 }
