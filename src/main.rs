@@ -27,7 +27,7 @@ enum Command {
     },
     /// Applies pending database migrations (and creates the application role) and exits.
     Migrate,
-    /// Grants or revokes the platform administrator role.
+    /// Grants or revokes the platform administrator role; blocks or unblocks an account.
     Admin {
         #[command(subcommand)]
         action: AdminAction,
@@ -63,6 +63,10 @@ enum AdminAction {
     Grant { email: String },
     /// Takes the role away.
     Revoke { email: String },
+    /// Blocks an account: its sessions and tokens end at once, and it cannot sign in.
+    Block { email: String },
+    /// Lets a blocked account sign in again.
+    Unblock { email: String },
 }
 
 #[derive(Subcommand)]
@@ -123,13 +127,25 @@ async fn main() -> anyhow::Result<()> {
                 AdminAction::Revoke { email } => {
                     (email, admins::revoke(&db, email).await?, "revoked")
                 }
+                AdminAction::Block { email } => (
+                    email,
+                    admins::block(&db, email, chrono::Utc::now()).await?,
+                    "blocked",
+                ),
+                AdminAction::Unblock { email } => {
+                    (email, admins::unblock(&db, email).await?, "unblocked")
+                }
+            };
+            let what = match action {
+                AdminAction::Grant { .. } | AdminAction::Revoke { .. } => {
+                    "platform administrator role"
+                }
+                AdminAction::Block { .. } | AdminAction::Unblock { .. } => "account",
             };
             match change {
-                AdminChange::Changed(id) => {
-                    println!("platform administrator role {verb}: {email} ({id})")
-                }
+                AdminChange::Changed(id) => println!("{what} {verb}: {email} ({id})"),
                 AdminChange::Unchanged(id) => {
-                    println!("nothing to do: {email} ({id}) already had it {verb}")
+                    println!("nothing to do: {email} ({id}) was already {verb}")
                 }
                 AdminChange::NoSuchUser => {
                     bail!("no active user has the email {email}; they must sign up first")

@@ -1106,6 +1106,17 @@ impl Config {
                 self.http.public_url
             ));
         }
+        // Identity sends verification and reset mail; without SMTP it would write them into
+        // the data directory, where nobody reads them.
+        let sends_mail = self
+            .current_node()
+            .map(|n| n.services.contains(&Service::Identity))
+            .unwrap_or(true);
+        if sends_mail && self.smtp.url.as_deref().is_none_or(|u| u.trim().is_empty()) {
+            refusals.push(
+                "smtp.url (SMTP_URL) is not set: verification and password-reset mails would be written as files into the data directory instead of being sent; set SMTP_URL=smtp://user:password@host:587".into(),
+            );
+        }
         let default_cost = AuthConfig::default().bcrypt_cost;
         if self.auth.bcrypt_cost < default_cost {
             refusals.push(format!(
@@ -1380,6 +1391,7 @@ mod tests {
             ("JWT_SECRET", JWT),
             ("DATABASE_APP_PASSWORD", APP_PASSWORD),
             ("PUBLIC_URL", "https://tickets.example.org"),
+            ("SMTP_URL", "smtp://mailer:secret@mail.example.org:587"),
         ];
         env.extend_from_slice(extra);
         env
@@ -1423,6 +1435,17 @@ mod tests {
         assert!(
             tiny.contains("SERVICE_SECRET must be at least 32 bytes"),
             "{tiny}"
+        );
+        // Identity without SMTP would write its mails into the data directory.
+        let no_mail = refusals(None, &production(&[("SMTP_URL", "")]));
+        assert!(
+            no_mail.contains("smtp.url (SMTP_URL) is not set"),
+            "{no_mail}"
+        );
+        // A node without identity sends no such mail.
+        let gateway_only = "node = \"gw\"\n[[nodes]]\nname = \"gw\"\nservices = [\"gateway\"]\n";
+        assert!(
+            !refusals(Some(gateway_only), &production(&[("SMTP_URL", "")])).contains("SMTP_URL")
         );
         // A node of a cluster on one host still needs the shared secret.
         let part = "node = \"gw\"\n[[nodes]]\nname = \"gw\"\nservices = [\"gateway\"]\n";

@@ -319,14 +319,13 @@ async fn count_and_answer(
     } else if let Some(refusal) = refusal {
         refusal
     } else if may_revoke(request.method(), path) {
+        // Refusals too: a reused refresh token is refused and ends its session.
         let response = next.run(request).await;
-        if response.status().is_success() {
-            let read = door.revocations.refresh();
-            match tokio::time::timeout(Duration::from_secs(1), read).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::warn!(error = %e, "revocations not read after a change"),
-                Err(_) => tracing::warn!("revocations not read within 1 s after a change"),
-            }
+        let read = door.revocations.refresh();
+        match tokio::time::timeout(Duration::from_secs(1), read).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "revocations not read after a change"),
+            Err(_) => tracing::warn!("revocations not read within 1 s after a change"),
         }
         response
     } else {

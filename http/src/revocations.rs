@@ -57,7 +57,7 @@ impl RevocationFeed {
     /// Whether a token with these verified claims may be trusted now.
     pub fn verdict(&self, claims: &Claims) -> Verdict {
         let fresh = *self.fresh.read().unwrap_or_else(|p| p.into_inner());
-        if !fresh.is_some_and(|at| at.elapsed() <= STALE_AFTER) {
+        if fresh.is_none_or(|at| at.elapsed() > STALE_AFTER) {
             return Verdict::Unknown;
         }
         if self

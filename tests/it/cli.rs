@@ -521,6 +521,44 @@ async fn admin_grant_and_revoke_by_email() {
     assert!(out.status.success());
     assert_eq!(admins(&owner, id).await, 0);
 
+    // Blocking ends the account's access (its version rises) until it is unblocked.
+    let block = |verb: &str| {
+        run(vec![
+            "admin".into(),
+            verb.into(),
+            "alice@example.com".into(),
+        ])
+    };
+    let out = block("block").await.unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("account blocked: alice@example.com"),
+        "{}",
+        text(&out.stdout)
+    );
+    let row = owner
+        .query_one(
+            "SELECT blocked_at IS NOT NULL, access_version FROM user_service.users WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    assert!(row.get::<_, bool>(0));
+    assert_eq!(row.get::<_, i64>(1), 1);
+    let out = block("block").await.unwrap();
+    assert!(text(&out.stdout).contains("was already blocked"));
+    let out = block("unblock").await.unwrap();
+    assert!(text(&out.stdout).contains("account unblocked"));
+    let blocked: bool = owner
+        .query_one(
+            "SELECT blocked_at IS NOT NULL FROM user_service.users WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!blocked);
+
     let out = run(vec![
         "admin".into(),
         "grant".into(),

@@ -228,7 +228,7 @@ fn production_file(url: &str) -> (std::path::PathBuf, String) {
     std::fs::write(
         &file,
         format!(
-            "mode = \"production\"\ndata_dir = \"{dir}\"\n[database]\nurl = \"{url}\"\n[http]\npublic_url = \"https://tickets.example.org\"\n[auth]\nbcrypt_cost = 12\n{services}",
+            "mode = \"production\"\ndata_dir = \"{dir}\"\n[database]\nurl = \"{url}\"\n[http]\npublic_url = \"https://tickets.example.org\"\n[smtp]\nurl = \"smtp://127.0.0.1:2525\"\n[auth]\nbcrypt_cost = 12\n{services}",
             dir = dir.display()
         ),
     )

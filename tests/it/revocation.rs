@@ -272,6 +272,78 @@ async fn a_blocked_account_loses_its_tokens_and_cannot_sign_in_until_unblocked()
     ctx.stop().await;
 }
 
+#[tokio::test]
+async fn a_reused_refresh_token_and_an_eleventh_session_end_access_tokens_too() {
+    let ctx = Ctx::new().await;
+    let user = ctx.user().await;
+    // The thief refreshes with a copy; the victim's later use of the same token ends the
+    // session, and with it the access token the thief got.
+    let thief = refreshed(&ctx, &user).await;
+    assert_eq!(
+        ctx.get("/api/v1/users/me", Some(&thief.access))
+            .await
+            .status,
+        200
+    );
+    let reused = ctx
+        .post(
+            "/api/v1/auth/refresh",
+            None,
+            json!({"refreshToken": user.refresh}),
+        )
+        .await;
+    assert_eq!(reused.status, 401, "{}", reused.body);
+    assert_revoked(
+        &ctx.get("/api/v1/users/me", Some(&thief.access)).await,
+        "the session of a reused refresh token",
+    );
+
+    // Ten more sessions push the first one out, access token included.
+    let first = session(&ctx.login(&user.email, PASSWORD).await.body, &user.email);
+    for _ in 0..10 {
+        assert_eq!(ctx.login(&user.email, PASSWORD).await.status, 200);
+    }
+    assert_revoked(
+        &ctx.get("/api/v1/users/me", Some(&first.access)).await,
+        "a session pushed out by ten newer ones",
+    );
+    ctx.stop().await;
+}
+
+#[tokio::test]
+async fn a_revoked_administrator_can_no_longer_review() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let requester = ctx.user().await;
+    let request = ctx
+        .post(
+            "/api/v1/organization-requests",
+            Some(&requester.access),
+            json!({"name": "Клуб", "slug": format!("club-{}", &uuid::Uuid::now_v7().simple().to_string()[24..])}),
+        )
+        .await;
+    assert_eq!(request.status, 201, "{}", request.body);
+    let id = request.body["id"].as_str().unwrap();
+    storage::identity::admins::revoke(&ctx.t.db, &admin.email)
+        .await
+        .unwrap();
+    let approve = ctx
+        .post_empty(
+            &format!("/api/v1/organization-requests/{id}/approve"),
+            Some(&admin.access),
+        )
+        .await;
+    assert_eq!(approve.status, 403, "{}", approve.body);
+    let still = ctx
+        .get(
+            &format!("/api/v1/organization-requests/{id}"),
+            Some(&requester.access),
+        )
+        .await;
+    assert_eq!(still.body["status"], "PENDING", "{}", still.body);
+    ctx.stop().await;
+}
+
 /// A token of `SECRET` for `user`, issued `minutes_ago`.
 fn token_issued(user: &str, minutes_ago: i64, secret: &str) -> String {
     http::tokens::Tokens::new(secret)

@@ -93,7 +93,15 @@ async fn main() -> anyhow::Result<()> {
     let token = node
         .state
         .tokens
-        .issue(user.id, Some(email), None, vec![], None, 0, chrono::Utc::now())?
+        .issue(
+            user.id,
+            Some(email),
+            None,
+            vec![],
+            None,
+            0,
+            chrono::Utc::now(),
+        )?
         .token;
 
     let client = reqwest::Client::builder()

@@ -100,7 +100,15 @@ async fn main() -> anyhow::Result<()> {
     let token = node
         .state
         .tokens
-        .issue(UserId::new(), None, None, vec![], None, 0, chrono::Utc::now())?
+        .issue(
+            UserId::new(),
+            None,
+            None,
+            vec![],
+            None,
+            0,
+            chrono::Utc::now(),
+        )?
         .token;
     let jpeg = five_megabyte_jpeg();
     let (content_type, body) = multipart(&jpeg);

@@ -118,6 +118,17 @@ async fn reads_updates_switch_and_delete_follow_roles() {
             .status,
         204
     );
+    // Tokens issued for the organization end with it; the session goes on without it.
+    assert_eq!(
+        ctx.get("/api/v1/organizations", Some(&owner.access))
+            .await
+            .status,
+        401
+    );
+    let again = ctx.login(&owner.email, super::PASSWORD).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    let owner = crate::identity::session(&again.body, &owner.email);
+    assert!(claims(&owner.access)["tenantId"].is_null());
     assert_eq!(
         ctx.get(&format!("/api/v1/organizations/{org}"), Some(&owner.access))
             .await
@@ -345,6 +356,22 @@ async fn invites_join_and_member_rules() {
         .await;
     assert_eq!(set.status, 200, "{}", set.body);
     assert_eq!(set.body["role"], "MODERATOR");
+    // A role change ends the member's tokens at once; a new one carries the role as it is.
+    assert_eq!(
+        ctx.get(&format!("/api/v1/organizations/{org}"), Some(&petr_access))
+            .await
+            .status,
+        401
+    );
+    let petr_access = ctx
+        .switch(
+            &super::session(
+                &ctx.login(&petr.email, super::PASSWORD).await.body,
+                &petr.email,
+            ),
+            &org,
+        )
+        .await;
     assert_eq!(
         ctx.put(
             &member(&stranger.user_id),
