@@ -30,6 +30,10 @@ export RUST_LOG=${RUST_LOG:-warn}
 if command -v psql >/dev/null; then
     { psql "$TEST_DATABASE_URL" -Atqc "SELECT datname FROM pg_database WHERE datname LIKE 'bilet_test_%'" 2>/dev/null || true; } \
         | while read -r db; do psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1 || true; done
+    # Each test database had an application role of its own (bilet_app_<database>); with the
+    # databases gone their roles hold nothing and would only pile up.
+    { psql "$TEST_DATABASE_URL" -Atqc "SELECT rolname FROM pg_roles WHERE rolname LIKE 'bilet\_app\_bilet\_test\_%'" 2>/dev/null || true; } \
+        | while read -r role; do psql "$TEST_DATABASE_URL" -qc "DROP ROLE IF EXISTS \"$role\"" >/dev/null 2>&1 || true; done
 fi
 
 # Queues and exchanges the tests declared on earlier runs are removed in the background.
