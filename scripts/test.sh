@@ -32,8 +32,10 @@ if command -v psql >/dev/null; then
         | while read -r db; do psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1 || true; done
     # Each test database had an application role of its own (bilet_app_<database>); with the
     # databases gone their roles hold nothing and would only pile up.
-    { psql "$TEST_DATABASE_URL" -Atqc "SELECT rolname FROM pg_roles WHERE rolname LIKE 'bilet\_app\_bilet\_test\_%'" 2>/dev/null || true; } \
-        | while read -r role; do psql "$TEST_DATABASE_URL" -qc "DROP ROLE IF EXISTS \"$role\"" >/dev/null 2>&1 || true; done
+    psql "$TEST_DATABASE_URL" -qc "DO \$\$ DECLARE r text; BEGIN
+        FOR r IN SELECT rolname FROM pg_roles WHERE rolname LIKE 'bilet\_app\_bilet\_test\_%' LOOP
+            BEGIN EXECUTE format('DROP ROLE %I', r); EXCEPTION WHEN others THEN NULL; END;
+        END LOOP; END \$\$" >/dev/null 2>&1 || true
 fi
 
 # Queues and exchanges the tests declared on earlier runs are removed in the background.
