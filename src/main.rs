@@ -63,7 +63,8 @@ enum AdminAction {
     Grant { email: String },
     /// Takes the role away.
     Revoke { email: String },
-    /// Blocks an account: its sessions and tokens end at once, and it cannot sign in.
+    /// Blocks an account (by email, or Telegram id for a messenger-only one): its sessions and
+    /// tokens end at once, and it cannot sign in.
     Block { email: String },
     /// Lets a blocked account sign in again.
     Unblock { email: String },

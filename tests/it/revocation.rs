@@ -344,6 +344,127 @@ async fn a_revoked_administrator_can_no_longer_review() {
     ctx.stop().await;
 }
 
+#[tokio::test]
+async fn a_blocked_messenger_account_cannot_sign_in_with_the_widget() {
+    let ctx = Ctx::new().await;
+    let now = ctx.clock_now().timestamp();
+    let payload = |id: &str| {
+        serde_json::to_value(crate::identity::auth::widget(
+            id,
+            "Анна",
+            now,
+            crate::identity::BOT_TOKEN,
+        ))
+        .unwrap()
+    };
+    let first = ctx
+        .post("/api/v1/auth/messenger", None, payload("4242"))
+        .await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    // A messenger-only account has no email: the administrator names its Telegram id.
+    let change = storage::identity::admins::block(&ctx.t.db, "4242", Utc::now())
+        .await
+        .unwrap();
+    assert!(matches!(
+        change,
+        storage::identity::admins::AdminChange::Changed(_)
+    ));
+    let again = ctx
+        .post("/api/v1/auth/messenger", None, payload("4242"))
+        .await;
+    assert_eq!(again.status, 403, "{}", again.body);
+    assert_eq!(
+        again.body["message"],
+        "This account was blocked by a platform administrator"
+    );
+    // Another Telegram account signs in as before.
+    assert_eq!(
+        ctx.post("/api/v1/auth/messenger", None, payload("4343"))
+            .await
+            .status,
+        201
+    );
+    ctx.stop().await;
+}
+
+#[tokio::test]
+async fn a_gateway_that_cannot_read_revocations_vouches_for_no_token_until_it_can() {
+    let ctx = Ctx::new().await;
+    let user = ctx.user().await;
+    assert_eq!(
+        ctx.get("/api/v1/users/me", Some(&user.access)).await.status,
+        200
+    );
+    // The application role loses the log: every reading fails from now on.
+    let owner = ctx.t.owner().await;
+    let grantees: Vec<String> = owner
+        .query(
+            "SELECT DISTINCT grantee::text FROM information_schema.role_table_grants
+             WHERE table_schema = 'user_service' AND table_name = 'access_revocations'
+               AND privilege_type = 'SELECT' AND grantee <> current_user",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(!grantees.is_empty());
+    for role in &grantees {
+        owner
+            .execute(
+                &format!("REVOKE SELECT ON user_service.access_revocations FROM \"{role}\""),
+                &[],
+            )
+            .await
+            .unwrap();
+    }
+    let mut me = ctx.get("/api/v1/users/me", Some(&user.access)).await;
+    let started = Instant::now();
+    while me.status == 200 && started.elapsed() < std::time::Duration::from_secs(5) {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        me = ctx.get("/api/v1/users/me", Some(&user.access)).await;
+    }
+    assert_eq!(me.status, 503, "{}", me.body);
+    assert_eq!(me.body["code"], "service_unavailable", "{}", me.body);
+    assert_eq!(
+        me.body["message"],
+        "The access token cannot be checked right now, try again later"
+    );
+    assert_eq!(me.body["retryAfter"], 1, "{}", me.body);
+    assert!(
+        started.elapsed()
+            <= http::revocations::STALE_AFTER + std::time::Duration::from_millis(1500),
+        "fails closed once the last reading is 2 s old: {:?}",
+        started.elapsed()
+    );
+    // Public reads go on, as to anyone.
+    let catalogue = ctx.get("/api/v1/events", Some(&user.access)).await;
+    assert_eq!(catalogue.status, 200, "{}", catalogue.body);
+
+    for role in &grantees {
+        owner
+            .execute(
+                &format!("GRANT SELECT ON user_service.access_revocations TO \"{role}\""),
+                &[],
+            )
+            .await
+            .unwrap();
+    }
+    let mut back = ctx.get("/api/v1/users/me", Some(&user.access)).await;
+    let started = Instant::now();
+    while back.status != 200 && started.elapsed() < std::time::Duration::from_secs(5) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        back = ctx.get("/api/v1/users/me", Some(&user.access)).await;
+    }
+    assert_eq!(
+        back.status, 200,
+        "vouches again after a reading: {}",
+        back.body
+    );
+    ctx.stop().await;
+}
+
 /// A token of `SECRET` for `user`, issued `minutes_ago`.
 fn token_issued(user: &str, minutes_ago: i64, secret: &str) -> String {
     http::tokens::Tokens::new(secret)

@@ -12,15 +12,19 @@ pub enum AdminChange {
     Changed(UserId),
     /// The user already was (or was not) an administrator.
     Unchanged(UserId),
-    /// No active user has that email.
+    /// No active user has that email (or Telegram id).
     NoSuchUser,
 }
 
+/// The active user an administrator names: by email, or by Telegram id for accounts that
+/// only ever signed in through the messenger (an email always has an `@`, an id never).
 async fn user_by_email(db: &Database, email: &str) -> Result<Option<UserId>, DbError> {
     let client = db.client().await?;
     let row = client
         .query_opt(
-            "SELECT id FROM user_service.users WHERE email = lower($1) AND deleted_at IS NULL",
+            "SELECT id FROM user_service.users
+             WHERE (email = lower($1) OR (strpos($1, '@') = 0 AND messenger_id = $1))
+               AND deleted_at IS NULL",
             &[&email.trim()],
         )
         .await?;

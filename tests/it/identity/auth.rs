@@ -249,7 +249,7 @@ async fn refresh_token_expires_after_seven_days() {
 }
 
 impl Ctx {
-    fn clock_now(&self) -> chrono::DateTime<chrono::Utc> {
+    pub(crate) fn clock_now(&self) -> chrono::DateTime<chrono::Utc> {
         use domain::clock::Clock;
         self.clock.now()
     }
@@ -623,7 +623,12 @@ async fn password_reset_sets_the_password_once_and_ends_sessions() {
     assert_eq!(twice.status, 422, "single use");
 }
 
-fn widget(id: &str, first: &str, auth_date: i64, token: &str) -> BTreeMap<String, String> {
+pub(crate) fn widget(
+    id: &str,
+    first: &str,
+    auth_date: i64,
+    token: &str,
+) -> BTreeMap<String, String> {
     let mut fields = BTreeMap::new();
     fields.insert("id".to_string(), id.to_string());
     fields.insert("first_name".to_string(), first.to_string());

@@ -2,7 +2,7 @@
 //! sink and a test consumer on the broker.
 
 mod accounts;
-mod auth;
+pub(crate) mod auth;
 mod events;
 mod groups;
 mod organizations;
