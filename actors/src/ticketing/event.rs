@@ -10,7 +10,7 @@ use domain::clock::Clock;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use storage::Database;
 use storage::cluster::Fence;
 use storage::events::catalog;
@@ -24,8 +24,8 @@ pub enum EventMsg {
     Wake(Uuid),
     /// The reminder may be due.
     Remind,
-    /// Stop if nothing happened since activity number `.0`.
-    Idle(u64),
+    /// Stop if nothing happened for the idle time (else look again when it would be up).
+    Idle,
 }
 
 /// What the actor needs to start.
@@ -50,7 +50,8 @@ pub struct EventArgs {
 pub struct EventState {
     args: EventArgs,
     children: HashMap<Uuid, ActorRef<TicketTypeMsg>>,
-    activity: u64,
+    /// When the last request came (one idle timer per actor reads it, not one per request).
+    last_active: Instant,
 }
 
 /// The event actor.
@@ -67,15 +68,15 @@ impl Actor for EventActor {
         args: EventArgs,
     ) -> Result<EventState, ActorProcessingErr> {
         let due = catalog::reminder_due_at(&args.db, args.event).await?;
-        let mut state = EventState {
+        let state = EventState {
             args,
             children: HashMap::new(),
-            activity: 0,
+            last_active: Instant::now(),
         };
         if let Some(due) = due {
             remind_at(&myself, &state, due);
         }
-        touch(&myself, &mut state);
+        myself.send_after(state.args.idle, || EventMsg::Idle);
         Ok(state)
     }
 
@@ -87,7 +88,7 @@ impl Actor for EventActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             EventMsg::Seat(ticket_type, job) => {
-                touch(&myself, state);
+                state.last_active = Instant::now();
                 match child(&myself, state, ticket_type).await {
                     Ok(actor) => {
                         if let Err(e) = actor.send_message(TicketTypeMsg::Seat(*job)) {
@@ -126,11 +127,12 @@ impl Actor for EventActor {
                     Err(e) => tracing::warn!(%event, error = %e, "event reminder failed"),
                 }
             }
-            EventMsg::Idle(seen) => {
-                if seen == state.activity && state.children.is_empty() {
+            EventMsg::Idle => {
+                let left = super::idle_left(state.last_active.elapsed(), state.args.idle);
+                if left.is_none() && state.children.is_empty() {
                     myself.stop(Some("idle".into()));
-                } else if seen == state.activity {
-                    touch(&myself, state);
+                } else {
+                    myself.send_after(left.unwrap_or(state.args.idle), || EventMsg::Idle);
                 }
             }
         }
@@ -187,13 +189,6 @@ async fn child(
     let (actor, _) = Actor::spawn_linked(None, TicketTypeActor, args, myself.get_cell()).await?;
     state.children.insert(ticket_type, actor.clone());
     Ok(actor)
-}
-
-/// Notes activity and arms the idle check.
-fn touch(myself: &ActorRef<EventMsg>, state: &mut EventState) {
-    state.activity += 1;
-    let seen = state.activity;
-    myself.send_after(state.args.idle, move || EventMsg::Idle(seen));
 }
 
 /// Sets the reminder timer. Long waits are cut to five seconds so a clock moved by tests (or

@@ -12,7 +12,7 @@ use domain::events::seats::SeatRefusal;
 use domain::ids::TenantId;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use storage::Database;
 use storage::cluster::Fence;
 use storage::events::registrations;
@@ -39,8 +39,8 @@ pub enum TicketTypeMsg {
     Flush,
     /// A reservation deadline may have passed.
     Expire,
-    /// Stop if nothing happened since activity number `.0`.
-    Idle(u64),
+    /// Stop if nothing happened for the idle time (else look again when it would be up).
+    Idle,
 }
 
 /// What the actor needs to start.
@@ -68,7 +68,8 @@ pub struct TicketTypeState {
     tenant: Option<TenantId>,
     pending: Vec<Job>,
     flush_queued: bool,
-    activity: u64,
+    /// When the last request came (one idle timer per actor reads it, not one per request).
+    last_active: Instant,
     /// The earliest deadline a timer is already set for.
     next_expiry: Option<DateTime<Utc>>,
 }
@@ -95,11 +96,11 @@ impl Actor for TicketTypeActor {
             tenant,
             pending: Vec::new(),
             flush_queued: false,
-            activity: 0,
+            last_active: Instant::now(),
             next_expiry: None,
         };
         schedule_expiry(&myself, &mut state, next);
-        touch(&myself, &mut state);
+        myself.send_after(state.args.idle, || TicketTypeMsg::Idle);
         Ok(state)
     }
 
@@ -111,7 +112,7 @@ impl Actor for TicketTypeActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             TicketTypeMsg::Seat(job) => {
-                touch(&myself, state);
+                state.last_active = Instant::now();
                 if state.tenant.is_none() {
                     let _ = job.reply.send(Ok(SeatOutcome::NotFound));
                     return Ok(());
@@ -153,9 +154,12 @@ impl Actor for TicketTypeActor {
                     .unwrap_or(None);
                 schedule_expiry(&myself, state, next);
             }
-            TicketTypeMsg::Idle(seen) => {
-                if seen == state.activity && state.pending.is_empty() {
+            TicketTypeMsg::Idle => {
+                let left = super::idle_left(state.last_active.elapsed(), state.args.idle);
+                if left.is_none() && state.pending.is_empty() {
                     myself.stop(Some("idle".into()));
+                } else {
+                    myself.send_after(left.unwrap_or(state.args.idle), || TicketTypeMsg::Idle);
                 }
             }
         }
@@ -172,13 +176,6 @@ fn fenced(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState, why: &T
         let _ = job.reply.send(Err(why.clone()));
     }
     myself.stop(Some("fenced".into()));
-}
-
-/// Notes activity and arms the idle check.
-fn touch(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
-    state.activity += 1;
-    let seen = state.activity;
-    myself.send_after(state.args.idle, move || TicketTypeMsg::Idle(seen));
 }
 
 /// Sets a timer for `deadline` unless an earlier one is already set.

@@ -5,7 +5,8 @@
 //!
 //! `cargo build --release --bin bilet -p bench --bin cluster && target/release/cluster`
 //! (DATABASE_URL: an owner connection; the database `bilet_bench_cluster` is recreated for
-//! each run). EVENTS, REQUESTS, CONCURRENCY tune it; BILET_BIN names the `bilet` binary.
+//! each run). EVENTS, REQUESTS, CONCURRENCY and NODES (`1,3`) tune it; BILET_BIN names the
+//! `bilet` binary.
 
 use anyhow::Context;
 use bench::run;
@@ -446,7 +447,12 @@ async fn main() -> anyhow::Result<()> {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut failovers = Vec::new();
-    for nodes in [1, 3] {
+    // NODES=1 (or 1,3): which cluster sizes to run.
+    let sizes: Vec<usize> = std::env::var("NODES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 3]);
+    for nodes in sizes {
         let r = one(
             &bin,
             &admin_url,

@@ -2,10 +2,11 @@
 //! `app.tenant_id` and `app.user_id` (transaction-local), so the row level security policies
 //! see who is asking. With neither set, the policies see nothing.
 
-use super::DbError;
+use super::{DbError, Schema};
 use deadpool_postgres::Object;
 use domain::ids::{TenantId, UserId};
 use std::ops::Deref;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Who a transaction acts for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,6 +57,9 @@ impl Scope {
 /// An open transaction. Commit it explicitly; dropping it rolls back.
 pub struct Tx {
     client: Option<Object>,
+    /// Outboxes written in this transaction (a bit per schema): their relays in this process
+    /// are woken once it commits.
+    outboxes: AtomicU8,
 }
 
 impl Tx {
@@ -77,6 +81,7 @@ impl Tx {
         );
         let tx = Tx {
             client: Some(client),
+            outboxes: AtomicU8::new(0),
         };
         tx.batch_execute(&sql).await?;
         Ok(tx)
@@ -88,7 +93,19 @@ impl Tx {
         if let Some(client) = client {
             client.batch_execute("COMMIT").await?;
         }
+        let written = self.outboxes.load(Ordering::Relaxed);
+        for schema in Schema::ALL {
+            if written & schema_bit(schema) != 0 {
+                crate::outbox::ring(schema);
+            }
+        }
         Ok(())
+    }
+
+    /// Wakes this process's relays of `schema` once the transaction commits.
+    pub(crate) fn ring_on_commit(&self, schema: Schema) {
+        self.outboxes
+            .fetch_or(schema_bit(schema), Ordering::Relaxed);
     }
 
     /// Discards the changes.
@@ -98,6 +115,10 @@ impl Tx {
         }
         Ok(())
     }
+}
+
+fn schema_bit(schema: Schema) -> u8 {
+    1 << Schema::ALL.iter().position(|s| *s == schema).unwrap_or(0)
 }
 
 impl Deref for Tx {

@@ -1,28 +1,26 @@
 //! The transactional outbox: a domain event is a row written in the same transaction as the
 //! change it describes, so an event is published if and only if its change committed.
 
+mod doorbell;
 mod relay;
 
+pub(crate) use doorbell::ring;
 pub use relay::{Relay, RelayHandle};
 
 use crate::db::{DbError, Schema, Tx};
 use domain::envelope::Envelope;
 
-/// The NOTIFY channel that wakes the relay; the payload is the schema name.
-pub const CHANNEL: &str = "bilet_outbox";
-
-/// Writes an event into the outbox of `schema` as part of `tx`. The relay is woken when the
-/// transaction commits (NOTIFY is transactional), and never if it rolls back.
+/// Writes an event into the outbox of `schema` as part of `tx`. This process's relay is woken
+/// when the transaction commits (and never if it rolls back); relays of other processes find
+/// the row when they poll. No NOTIFY: PostgreSQL serializes every notifying commit of a
+/// database through one lock, which would make every seat commit of every node wait in line.
 pub async fn enqueue(tx: &Tx, schema: Schema, event: &Envelope) -> Result<(), DbError> {
     let s = schema.name();
     let sql = format!(
-        "WITH row AS (
-            INSERT INTO {s}.outbox (id, event_type, tenant_id, actor_id, occurred_at, data)
-            VALUES ($1, $2, $3, $4, $5, $6)
-            RETURNING 1
-         )
-         SELECT pg_notify('{CHANNEL}', '{s}') FROM row"
+        "INSERT INTO {s}.outbox (id, event_type, tenant_id, actor_id, occurred_at, data)
+         VALUES ($1, $2, $3, $4, $5, $6)"
     );
+    tx.ring_on_commit(schema);
     tx.execute(
         &sql,
         &[
@@ -71,14 +69,11 @@ pub async fn enqueue_many(tx: &Tx, schema: Schema, events: &[Envelope]) -> Resul
         .collect();
     let times: Vec<chrono::DateTime<chrono::Utc>> = events.iter().map(|e| e.occurred_at).collect();
     let data: Vec<&serde_json::Value> = events.iter().map(|e| &e.data).collect();
-    // One round trip: the rows and the relay's wake-up (delivered at commit).
-    tx.query(
+    tx.ring_on_commit(schema);
+    tx.execute(
         &format!(
-            "WITH o AS (
-                INSERT INTO {s}.outbox (id, event_type, tenant_id, actor_id, occurred_at, data)
-                SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::timestamptz[], $6::jsonb[])
-                RETURNING 1
-             ) SELECT pg_notify('{CHANNEL}', '{s}') FROM (SELECT 1 FROM o LIMIT 1) AS any_row"
+            "INSERT INTO {s}.outbox (id, event_type, tenant_id, actor_id, occurred_at, data)
+             SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::timestamptz[], $6::jsonb[])"
         ),
         &[&ids, &types, &tenants, &actors, &times, &data],
     )

@@ -1,14 +1,12 @@
 //! The relay moves committed outbox rows to the broker, in order, and stamps a row only after
-//! the broker confirmed it. It wakes on NOTIFY and also polls, so a lost notification (or a
-//! dropped LISTEN connection) delays an event but never loses it.
+//! the broker confirmed it. It wakes when a transaction of this process that wrote into its
+//! outbox commits (the doorbell), and polls for what other processes wrote.
 
-use super::CHANNEL;
 use crate::broker::Broker;
 use crate::db::{Database, DbError, Schema};
 use domain::envelope::Envelope;
 use domain::ids::{EventId, TenantId, UserId};
 use futures_util::FutureExt;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
@@ -22,7 +20,6 @@ const KEEP_PUBLISHED: &str = "7 days";
 /// Publishes the outbox of a set of schemas.
 pub struct Relay {
     db: Database,
-    owner_url: String,
     broker: Arc<dyn Broker>,
     schemas: Vec<Schema>,
     poll: Duration,
@@ -45,43 +42,31 @@ impl RelayHandle {
 }
 
 impl Relay {
-    /// A relay over `schemas`. `owner_url` is used only to LISTEN.
+    /// A relay over `schemas`.
     pub fn new(
         db: Database,
-        owner_url: String,
         broker: Arc<dyn Broker>,
         schemas: Vec<Schema>,
         poll: Duration,
     ) -> Relay {
         Relay {
             db,
-            owner_url,
             broker,
             schemas,
             poll,
         }
     }
 
-    /// Starts one publishing task per schema and one listener.
+    /// Starts one publishing task per schema.
     pub fn start(self) -> RelayHandle {
         let (stop_tx, stop_rx) = watch::channel(false);
-        let wakers: HashMap<Schema, Arc<Notify>> = self
-            .schemas
-            .iter()
-            .map(|s| (*s, Arc::new(Notify::new())))
-            .collect();
-        let mut tasks = vec![tokio::spawn(listen(
-            self.owner_url.clone(),
-            wakers.clone(),
-            stop_rx.clone(),
-        ))];
+        let mut tasks = Vec::new();
         for schema in self.schemas {
-            let waker = wakers[&schema].clone();
             tasks.push(tokio::spawn(run_schema(
                 self.db.clone(),
                 self.broker.clone(),
                 schema,
-                waker,
+                super::doorbell::hang(schema),
                 self.poll,
                 stop_rx.clone(),
             )));
@@ -136,13 +121,13 @@ async fn run_schema(
                 failures = failures.saturating_add(1);
                 let pause = backoff(failures);
                 tracing::warn!(schema = schema.name(), error = %e, retry_in_ms = pause.as_millis() as u64, "outbox relay round failed");
-                // Only the backoff ends the pause: a NOTIFY says there is more to publish, which
-                // the failed round knew already, and during an outage every commit sends one.
+                // Only the backoff ends the pause: a ring says there is more to publish, which
+                // the failed round knew already, and during an outage every commit rings.
                 tokio::select! {
                     _ = tokio::time::sleep(pause) => {}
                     _ = stop.changed() => return,
                 }
-                // The notifications of the pause are covered by the round that follows.
+                // The rings of the pause are covered by the round that follows.
                 let _ = waker.notified().now_or_never();
             }
         }
@@ -234,24 +219,6 @@ async fn purge_published(db: &Database, schema: Schema) -> Result<(), DbError> {
         )
         .await?;
     Ok(())
-}
-
-/// Keeps a LISTEN connection open and wakes the schema's task on each notification.
-async fn listen(url: String, wakers: HashMap<Schema, Arc<Notify>>, stop: watch::Receiver<bool>) {
-    crate::db::listen(
-        url,
-        CHANNEL,
-        move |payload| match payload {
-            Some(p) => {
-                if let Some(w) = Schema::from_name(p).and_then(|s| wakers.get(&s)) {
-                    w.notify_one();
-                }
-            }
-            None => wakers.values().for_each(|w| w.notify_one()),
-        },
-        stop,
-    )
-    .await
 }
 
 #[cfg(test)]
