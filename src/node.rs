@@ -246,7 +246,6 @@ pub async fn start_with(
     }
     let relay = Relay::new(
         db,
-        config.database.url.clone(),
         broker,
         schemas,
         Duration::from_millis(config.broker.relay_poll_ms.max(10)),
