@@ -293,7 +293,6 @@ pub async fn start_with(
         }
         servers.push(tokio::spawn(map.run(
             state.db.clone(),
-            config.database.url.clone(),
             poll,
             timeout,
             shutdown_rx.clone(),
@@ -308,10 +307,7 @@ pub async fn start_with(
         if let Err(e) = feed.refresh().await {
             tracing::warn!(error = %e, "revoked tokens not read yet; tokens wait for the first reading");
         }
-        servers.push(tokio::spawn(
-            feed.clone()
-                .run(config.database.url.clone(), shutdown_rx.clone()),
-        ));
+        servers.push(tokio::spawn(feed.clone().run(shutdown_rx.clone())));
     }
     let mut addrs = BTreeMap::new();
     for service in &node_config.services {

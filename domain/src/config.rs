@@ -481,7 +481,8 @@ impl Default for GatewayConfig {
             upload_per_minute: 10,
             webhook_per_minute: 6000,
             trusted_proxies: Vec::new(),
-            rate_limit_prefix: "bilet:rl".into(),
+            // Named after the installation when loaded (`bilet:<database>:rl`).
+            rate_limit_prefix: String::new(),
             forward_timeout_ms: 30_000,
         }
     }
@@ -949,6 +950,11 @@ impl Config {
         if self.broker.exchange.trim().is_empty() {
             self.broker.exchange = default_exchange(&self.database.database_name());
         }
+        // Gateways of one installation share their budgets in Redis; two installations on
+        // one Redis must not.
+        if self.gateway.rate_limit_prefix.trim().is_empty() {
+            self.gateway.rate_limit_prefix = format!("bilet:{}:rl", self.database.database_name());
+        }
     }
 
     /// The value of a secret, if set and usable.
@@ -1114,7 +1120,7 @@ impl Config {
             .unwrap_or(true);
         if sends_mail && self.smtp.url.as_deref().is_none_or(|u| u.trim().is_empty()) {
             refusals.push(
-                "smtp.url (SMTP_URL) is not set: verification and password-reset mails would be written as files into the data directory instead of being sent; set SMTP_URL=smtp://user:password@host:587".into(),
+                "smtp.url (SMTP_URL) is not set: verification and password-reset mails would be written as files into the data directory instead of being sent; set SMTP_URL=smtp://user:password@relay.internal:25 (plain SMTP, so a relay on the private network)".into(),
             );
         }
         let default_cost = AuthConfig::default().bcrypt_cost;
@@ -1801,6 +1807,7 @@ mod installation_tests {
         let c = Config::load(None, [("DATABASE_URL", "postgres://o@db/shop")]).unwrap();
         assert_eq!(c.database.app_role.as_deref(), Some("bilet_app_shop"));
         assert_eq!(c.broker.exchange, "bilet.shop.events");
+        assert_eq!(c.gateway.rate_limit_prefix, "bilet:shop:rl");
         let c = Config::load(
             Some("[broker]\nexchange = \"legacy.events\"\n"),
             [
@@ -1821,6 +1828,7 @@ mod installation_tests {
         hand.database.url = "postgres://o@db/other".into();
         hand.name_installation();
         assert_eq!(hand.broker.exchange, "bilet.other.events");
+        assert_eq!(hand.gateway.rate_limit_prefix, "bilet:other:rl");
         assert_eq!(hand.database.app_role.as_deref(), Some("bilet_app_other"));
     }
 }

@@ -91,11 +91,11 @@ impl RevocationFeed {
     }
 
     /// Reads the log whenever identity notifies and every [`POLL`], until `stop`.
-    pub async fn run(self: Arc<Self>, url: String, mut stop: watch::Receiver<bool>) {
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let changed = Arc::new(Notify::new());
         let wake = changed.clone();
         let listener = tokio::spawn(storage::db::listen(
-            url,
+            self.db.login(),
             storage::identity::revocations::CHANNEL,
             move |_| wake.notify_one(),
             stop.clone(),

@@ -70,12 +70,11 @@ impl ShardMap {
         Ok(())
     }
 
-    /// Keeps the map fresh until `stop` changes: on every NOTIFY of a change of owners
-    /// (listened for with the owner's `url`) and at least every `poll`.
+    /// Keeps the map fresh until `stop` changes: on every NOTIFY of a change of owners and at
+    /// least every `poll`.
     pub async fn run(
         self,
         db: Database,
-        url: String,
         poll: Duration,
         member_timeout: Duration,
         mut stop: watch::Receiver<bool>,
@@ -83,7 +82,7 @@ impl ShardMap {
         let changed = Arc::new(Notify::new());
         let wake = changed.clone();
         let listener = tokio::spawn(storage::db::listen(
-            url,
+            db.login(),
             cluster::CHANNEL,
             move |_| wake.notify_one(),
             stop.clone(),

@@ -6,10 +6,10 @@ use futures_util::StreamExt;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// Listens on `channel` with the owner's `url` until `stop` changes; `on_message` gets each
+/// Listens on `channel` with `login` (the application role's) until `stop` changes; `on_message` gets each
 /// notification's payload, and `None` after every (re)connection.
 pub async fn listen<F>(
-    url: String,
+    login: tokio_postgres::Config,
     channel: &'static str,
     on_message: F,
     mut stop: watch::Receiver<bool>,
@@ -20,7 +20,7 @@ pub async fn listen<F>(
         if *stop.borrow() {
             return;
         }
-        match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
+        match login.connect(tokio_postgres::NoTls).await {
             Ok((client, mut connection)) => {
                 let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
                 let driver = tokio::spawn(async move {

@@ -129,6 +129,8 @@ impl Schema {
 #[derive(Clone)]
 pub struct Database {
     pool: Pool,
+    /// How its connections log in (the application role), for connections of their own.
+    config: std::sync::Arc<tokio_postgres::Config>,
 }
 
 impl Database {
@@ -153,7 +155,7 @@ impl Database {
         ));
         pg.connect_timeout(Duration::from_secs(5));
         let manager = Manager::from_config(
-            pg,
+            pg.clone(),
             tokio_postgres::NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -167,7 +169,16 @@ impl Database {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| DbError::Url(e.to_string()))?;
-        Ok(Database { pool })
+        Ok(Database {
+            pool,
+            config: std::sync::Arc::new(pg),
+        })
+    }
+
+    /// A login for a long-lived connection of its own (LISTEN), as the application role: no
+    /// process needs the owner's credentials to listen.
+    pub fn login(&self) -> tokio_postgres::Config {
+        (*self.config).clone()
     }
 
     /// A connection outside any transaction, for infrastructure work (outbox, inbox).
