@@ -277,10 +277,14 @@ pub async fn start_with(
             tracing::warn!(error = %e, "first cluster round failed; retrying in the background");
         }
         cluster.push(tokio::spawn(membership.run(cluster_stop_rx)));
-        let timer = ReservationTimer::new(state.db.clone(), state.clock.clone(), owner);
+        let timer = ReservationTimer::new(
+            state.db.clone(),
+            state.clock.clone(),
+            owner,
+            state.ticketing.deadlines(),
+        );
         servers.push(tokio::spawn(timer.run(shutdown_rx.clone())));
-        // The actors follow the shards: started with their timers when a shard is gained,
-        // stopped when it is lost.
+        // The actors follow the shards: stopped when one is lost.
         servers.push(tokio::spawn(
             state.ticketing.clone().follow(shutdown_rx.clone()),
         ));

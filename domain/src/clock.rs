@@ -8,6 +8,13 @@ use std::sync::Mutex;
 pub trait Clock: Send + Sync + 'static {
     /// Now.
     fn now(&self) -> DateTime<Utc>;
+
+    /// How long a timer may sleep towards a deadline before it reads this clock again. The
+    /// system clock moves with the sleep, so timers sleep until their deadline (up to an
+    /// hour, in case the host's clock is corrected); a clock that jumps is read often.
+    fn recheck(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(3600)
+    }
 }
 
 /// The system clock.
@@ -40,6 +47,11 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Tests move it at any moment: timers look again within a fifth of a second.
+    fn recheck(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(200)
     }
 }
 

@@ -499,6 +499,9 @@ pub struct TicketingConfig {
     pub batch: usize,
     /// Seconds without requests after which an actor stops.
     pub idle_seconds: u64,
+    /// Transactions in flight at once that each commit the ready batches of many ticket types
+    /// of the node.
+    pub committers: usize,
 }
 
 /// How seat requests reach the database.
@@ -517,6 +520,7 @@ impl Default for TicketingConfig {
             mode: TicketingMode::Actors,
             batch: 256,
             idle_seconds: 300,
+            committers: 4,
         }
     }
 }

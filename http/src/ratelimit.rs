@@ -45,24 +45,87 @@ pub trait Counter: Send + Sync + 'static {
     async fn increment(&self, key: &str, window: i64) -> Result<u64, String>;
 }
 
-/// Counts in this process.
+/// Counts in this process: the keys of the current window only, spread over shards so
+/// requests of different clients rarely wait for one another. A new window starts with empty
+/// maps and the old ones are dropped away from the request path, so a request costs the same
+/// whether a window holds ten keys or millions.
+pub struct MemoryCounter {
+    shards: Box<[Mutex<Window>]>,
+}
+
+/// The counts of one shard for one window.
 #[derive(Default)]
-pub struct MemoryCounter(Mutex<HashMap<String, (i64, u64)>>);
+struct Window {
+    number: i64,
+    counts: HashMap<String, u64>,
+}
+
+/// Shards of the in-memory counter: enough that two cores (or sixty-four) seldom meet on one.
+const SHARDS: usize = 64;
+
+impl Default for MemoryCounter {
+    fn default() -> Self {
+        MemoryCounter {
+            shards: (0..SHARDS).map(|_| Mutex::new(Window::default())).collect(),
+        }
+    }
+}
+
+impl MemoryCounter {
+    /// Keys counted in `window` (for tests and metrics).
+    pub fn keys_in(&self, window: i64) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| {
+                let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+                if shard.number == window {
+                    shard.counts.len()
+                } else {
+                    0
+                }
+            })
+            .sum()
+    }
+
+    fn shard(&self, key: &str) -> &Mutex<Window> {
+        use std::hash::{Hash, Hasher};
+        // A fixed hasher: the shard only spreads load, nothing depends on its secrecy.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut hasher);
+        &self.shards[(hasher.finish() as usize) % self.shards.len()]
+    }
+}
 
 #[async_trait]
 impl Counter for MemoryCounter {
     async fn increment(&self, key: &str, window: i64) -> Result<u64, String> {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        // Old windows are dropped as the map grows, so idle clients do not pile up.
-        if map.len() > 100_000 {
-            map.retain(|_, (w, _)| *w >= window);
+        let (count, ended) = {
+            let mut shard = self.shard(key).lock().unwrap_or_else(|p| p.into_inner());
+            let mut ended = None;
+            // A request of an earlier window arriving late counts in the current one.
+            if window > shard.number {
+                shard.number = window;
+                ended = Some(std::mem::take(&mut shard.counts));
+            }
+            // The key is copied only the first time it is seen in a window.
+            let count = if let Some(count) = shard.counts.get_mut(key) {
+                *count += 1;
+                *count
+            } else {
+                shard.counts.insert(key.to_string(), 1);
+                1
+            };
+            (count, ended)
+        };
+        // Freeing a window's keys takes time in proportion to them: not under the lock, and
+        // not on this request's task.
+        if let Some(ended) = ended.filter(|m| !m.is_empty()) {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn_blocking(move || drop(ended))),
+                Err(_) => drop(ended),
+            }
         }
-        let entry = map.entry(key.to_string()).or_insert((window, 0));
-        if entry.0 != window {
-            *entry = (window, 0);
-        }
-        entry.1 += 1;
-        Ok(entry.1)
+        Ok(count)
     }
 }
 
@@ -243,6 +306,28 @@ pub fn client_ip(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[Network])
 mod tests {
     use super::*;
     use domain::clock::ManualClock;
+
+    #[tokio::test]
+    async fn a_million_users_in_one_window_are_each_counted_and_the_next_window_starts_empty() {
+        let counter = MemoryCounter::default();
+        let users: Vec<String> = (0..1_000_000).map(|i| format!("user:{i:07}")).collect();
+        for user in &users {
+            assert_eq!(counter.increment(user, 7).await, Ok(1));
+        }
+        assert_eq!(counter.keys_in(7), 1_000_000);
+        assert_eq!(counter.increment(&users[123_456], 7).await, Ok(2));
+        assert_eq!(counter.increment(&users[999_999], 7).await, Ok(2));
+        // A late request of the window before counts in the current one, not in a new map.
+        assert_eq!(counter.increment(&users[0], 6).await, Ok(2));
+        // The next window keeps none of the million: each user starts again at one.
+        assert_eq!(counter.increment(&users[123_456], 8).await, Ok(1));
+        for i in 0..10_000 {
+            assert_eq!(counter.increment(&format!("user:new-{i}"), 8).await, Ok(1));
+        }
+        // Every shard has seen the new window by now and let the old one go.
+        assert_eq!(counter.keys_in(8), 10_001);
+        assert_eq!(counter.keys_in(7), 0);
+    }
 
     #[test]
     fn networks() {

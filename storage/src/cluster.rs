@@ -78,6 +78,32 @@ impl Fence {
         }
     }
 
+    /// One fence over the leases of all of `fences` (each shard once), for a transaction that
+    /// writes for several events of the same node; `None` when they are of different nodes or
+    /// hold one shard at different epochs.
+    pub fn joined<'a>(fences: impl IntoIterator<Item = &'a Fence>) -> Option<Fence> {
+        let mut fences = fences.into_iter();
+        let first = fences.next()?;
+        let mut leases = first.leases.clone();
+        for fence in fences {
+            if fence.node != first.node {
+                return None;
+            }
+            for lease in &fence.leases {
+                match leases.iter().find(|l| l.shard == lease.shard) {
+                    None => leases.push(*lease),
+                    Some(held) if held == lease => {}
+                    // Two epochs of one shard: the older one's writes must fail on their own.
+                    Some(_) => return None,
+                }
+            }
+        }
+        Some(Fence {
+            node: first.node.clone(),
+            leases,
+        })
+    }
+
     /// The leases.
     pub fn leases(&self) -> &[Lease] {
         &self.leases

@@ -1290,3 +1290,144 @@ async fn the_door_tells_a_ticket_of_another_event_from_an_unknown_code() {
     assert_eq!(right.status, 200, "{}", right.body);
     assert_eq!(right.body["status"], "CHECKED_IN");
 }
+
+#[tokio::test]
+async fn sixty_four_events_on_sale_together_each_sell_exactly_out() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    const EVENTS: usize = 64;
+    const SEATS: usize = 6;
+    const ASKING: usize = 10;
+    let mut sales = Vec::new();
+    for _ in 0..EVENTS {
+        sales.push(setup(&ctx, &owner, json!({"name": "Free", "quantity": SEATS})).await);
+    }
+    // Round-robin over the events, all at once: the node's committer gets many ticket types'
+    // small batches together.
+    let asks: Vec<(usize, String)> = (0..EVENTS * ASKING)
+        .map(|i| (i % EVENTS, participant().1))
+        .collect();
+    let replies = futures_util::future::join_all(asks.iter().map(|(sale, token)| {
+        let (ctx, (event, ticket_type)) = (&ctx, &sales[*sale]);
+        async move {
+            let r = register(ctx, token, event, ticket_type, &Uuid::new_v4().to_string()).await;
+            (*sale, r)
+        }
+    }))
+    .await;
+    for (sale, (_, ticket_type)) in sales.iter().enumerate() {
+        let mine: Vec<&crate::support::Reply> = replies
+            .iter()
+            .filter(|(s, _)| *s == sale)
+            .map(|(_, r)| r)
+            .collect();
+        let created = mine.iter().filter(|r| r.status == 201).count();
+        let sold_out = mine
+            .iter()
+            .filter(|r| r.status == 422 && r.body["code"] == "sold_out")
+            .count();
+        assert_eq!(
+            (created, sold_out),
+            (SEATS, ASKING - SEATS),
+            "event {sale}: every seat sold, every other answer a clean sold-out"
+        );
+        assert_eq!(
+            audit(&ctx, ticket_type).await,
+            (SEATS as i32, 0, SEATS as i64, 0),
+            "event {sale}: counts equal the rows, nothing oversold"
+        );
+    }
+    assert!(
+        eventually(10, || async {
+            ctx.events.of("registration.created").len() == EVENTS * SEATS
+        })
+        .await,
+        "one announcement per registration"
+    );
+}
+
+#[tokio::test]
+async fn batches_of_several_organizations_commit_together_and_keep_their_answers() {
+    use storage::events::seats::{self, SeatBatch, SeatOutcome, SeatRequest};
+    let t = crate::support::TestDb::new().await;
+    let owner = t.owner().await;
+    let db = t.db.clone();
+    // Two organizations, each an event with one free ticket type: one seat and two seats.
+    let mut types = Vec::new();
+    for seats in [1, 2] {
+        let (tenant, event, ticket_type) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        owner.batch_execute(&format!(
+            "INSERT INTO event_service.events (id, tenant_id, organizer_id, title, slug, status, starts_at)
+               VALUES ('{event}', '{tenant}', '{tenant}', 'E', 'e-{event}', 'PUBLISHED', now() + interval '3 days');
+             INSERT INTO event_service.ticket_types (id, tenant_id, event_id, name, price_cents, quantity, created_at, updated_at)
+               VALUES ('{ticket_type}', '{tenant}', '{event}', 'Free', 0, {seats}, now(), now());"
+        )).await.unwrap();
+        types.push((domain::ids::TenantId(tenant), event, ticket_type));
+    }
+    // The batches go in against ticket-type order, so the answers must find their way back.
+    types.sort_by_key(|(_, _, ticket_type)| std::cmp::Reverse(*ticket_type));
+    let ask = |event: Uuid| SeatRequest {
+        event,
+        user: domain::ids::UserId::new(),
+        caller_tenant: None,
+        key: Uuid::new_v4(),
+        request_hash: vec![1],
+        email: None,
+        first_name: "Ann".into(),
+        last_name: "Lee".into(),
+        custom_fields: json!({}),
+        source: None,
+    };
+    let requests: Vec<Vec<SeatRequest>> = types
+        .iter()
+        .map(|(_, event, _)| vec![ask(*event), ask(*event)])
+        .collect();
+    let batches: Vec<SeatBatch<'_>> = types
+        .iter()
+        .zip(&requests)
+        .map(|((tenant, _, ticket_type), requests)| SeatBatch {
+            tenant: *tenant,
+            ticket_type: *ticket_type,
+            requests,
+            now: Utc::now(),
+        })
+        .collect();
+    let fence = storage::cluster::Fence::new("test", vec![]);
+    let outcomes = seats::commit_batches(&db, &fence, &batches).await.unwrap();
+    assert_eq!(outcomes.len(), 2);
+    for ((tenant, event, ticket_type), answers) in types.iter().zip(&outcomes) {
+        let seats = storage::events::registrations::seat_audit(&db, *ticket_type)
+            .await
+            .unwrap()
+            .0 as usize;
+        let created: Vec<_> = answers
+            .iter()
+            .filter_map(|o| match o {
+                SeatOutcome::Created(r) => Some(r),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(created.len(), seats, "each type sold its own seats");
+        assert!(created.iter().all(|r| r.ticket_type_id == *ticket_type
+            && r.event_id == *event
+            && r.tenant_id == *tenant));
+        assert_eq!(
+            answers.len() - created.len(),
+            answers
+                .iter()
+                .filter(|o| matches!(o, SeatOutcome::Refused(domain::events::seats::SeatRefusal::SoldOut)))
+                .count()
+        );
+    }
+    // One announcement per registration, each with its own organization.
+    let announced: i64 = owner
+        .query_one(
+            "SELECT count(*) FROM event_service.outbox WHERE event_type = 'registration.created'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(announced, 3);
+}

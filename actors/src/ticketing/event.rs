@@ -1,9 +1,11 @@
 //! The actor of one event (ractor): it supervises the ticket-type actors of the event (starts
-//! them on first use, starts a failed one again so its timers are rebuilt) and owns the
+//! them on first use, starts a failed one again) and owns the
 //! event-level timer, the reminder 24 hours before the start, read from the database when it
 //! starts. It stops when it has been idle and no ticket-type actor runs under it.
 
+use super::committer::Committer;
 use super::registry::TicketingError;
+use super::timers::Deadlines;
 use super::ticket_type::{Job, TicketTypeActor, TicketTypeArgs, TicketTypeMsg};
 use crate::cluster::Ownership;
 use domain::clock::Clock;
@@ -44,6 +46,10 @@ pub struct EventArgs {
     pub fence: Fence,
     /// What the node owns (for counting refused writes).
     pub owner: Ownership,
+    /// The node's committer, for the ticket-type actors.
+    pub committer: Committer,
+    /// The node's reservation timer, for the ticket-type actors.
+    pub deadlines: Deadlines,
 }
 
 /// The actor's state.
@@ -52,6 +58,8 @@ pub struct EventState {
     children: HashMap<Uuid, ActorRef<TicketTypeMsg>>,
     /// When the last request came (one idle timer per actor reads it, not one per request).
     last_active: Instant,
+    /// When the reminder falls due, while one is still to be sent.
+    reminder_due: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The event actor.
@@ -72,6 +80,7 @@ impl Actor for EventActor {
             args,
             children: HashMap::new(),
             last_active: Instant::now(),
+            reminder_due: due,
         };
         if let Some(due) = due {
             remind_at(&myself, &state, due);
@@ -109,22 +118,41 @@ impl Actor for EventActor {
                 child(&myself, state, ticket_type).await?;
             }
             EventMsg::Remind => {
+                let Some(due) = state.reminder_due else {
+                    return Ok(());
+                };
+                let now = state.args.clock.now();
+                if due > now {
+                    // Woken to look at the clock again: nothing to write yet.
+                    remind_at(&myself, state, due);
+                    return Ok(());
+                }
                 let (db, event, fence) = (&state.args.db, state.args.event, &state.args.fence);
-                match catalog::remind(db, fence, event, state.args.clock.now()).await {
-                    Ok(true) => tracing::info!(%event, "event reminder sent"),
+                match catalog::remind(db, fence, event, now).await {
+                    Ok(sent) => {
+                        if sent {
+                            tracing::info!(%event, "event reminder sent");
+                        }
+                        // Sent, or not any more (the event moved or was cancelled meanwhile).
+                        state.reminder_due = catalog::reminder_due_at(db, event)
+                            .await
+                            .ok()
+                            .flatten()
+                            .filter(|next| *next > due);
+                        if let Some(next) = state.reminder_due {
+                            remind_at(&myself, state, next);
+                        }
+                    }
                     Err(e) if e.is_fenced() => {
                         // The shard is someone else's now: so are its timers.
                         state.args.owner.count_fenced();
                         tracing::warn!(%event, error = %e, "reminder refused: the shard moved");
                         myself.stop(Some("fenced".into()));
                     }
-                    Ok(false) => {
-                        // Not yet (the clock is behind the timer) or not any more.
-                        if let Ok(Some(due)) = catalog::reminder_due_at(db, event).await {
-                            remind_at(&myself, state, due);
-                        }
+                    Err(e) => {
+                        tracing::warn!(%event, error = %e, "event reminder failed; retrying");
+                        myself.send_after(Duration::from_secs(5), || EventMsg::Remind);
                     }
-                    Err(e) => tracing::warn!(%event, error = %e, "event reminder failed"),
                 }
             }
             EventMsg::Idle => {
@@ -185,18 +213,20 @@ async fn child(
         idle: state.args.idle,
         fence: state.args.fence.clone(),
         owner: state.args.owner.clone(),
+        committer: state.args.committer.clone(),
+        deadlines: state.args.deadlines.clone(),
     };
     let (actor, _) = Actor::spawn_linked(None, TicketTypeActor, args, myself.get_cell()).await?;
     state.children.insert(ticket_type, actor.clone());
     Ok(actor)
 }
 
-/// Sets the reminder timer. Long waits are cut to five seconds so a clock moved by tests (or
-/// corrected on the host) is noticed.
+/// Sets the reminder timer: it sleeps until the reminder is due, or until the clock should be
+/// read again (`Clock::recheck`), and writes only once it is due.
 fn remind_at(myself: &ActorRef<EventMsg>, state: &EventState, due: chrono::DateTime<chrono::Utc>) {
     let wait = (due - state.args.clock.now())
         .to_std()
         .unwrap_or(Duration::ZERO)
-        .min(Duration::from_secs(5));
+        .min(state.args.clock.recheck());
     myself.send_after(wait, || EventMsg::Remind);
 }

@@ -1,13 +1,15 @@
-//! Ticketing: event actors supervising ticket-type actors (ractor), their registry, and the
-//! node's sweep over stored deadlines for whatever has no running actor.
+//! Ticketing: event actors supervising ticket-type actors (ractor), their registry, the node's
+//! committer that writes the batches of many ticket types together, and the node's timer over
+//! stored deadlines.
 
+mod committer;
 mod event;
 mod registry;
 mod ticket_type;
 mod timers;
 
 pub use registry::{Ticketing, TicketingError};
-pub use timers::ReservationTimer;
+pub use timers::{Deadlines, ReservationTimer};
 
 /// What is left of `idle` for an actor quiet for `quiet`; `None` once it has been idle that
 /// long. One timer per actor asks this, re-armed for what is left, instead of a timer per

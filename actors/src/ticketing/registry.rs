@@ -1,21 +1,22 @@
 //! The registry: finds or starts the actor of an event and hands it seat requests for its
 //! ticket types, for the events whose shard this node holds. It follows what the node holds:
-//! the actors of a shard that is lost (or taken again at a new epoch) stop, and when a shard
-//! is gained the actors whose reservations still have to expire start, so their timers exist
-//! again on the new owner.
+//! the actors of a shard that is lost (or taken again at a new epoch) stop. Deadlines are not
+//! the actors' (the node's reservation timer reads them for every held shard), so a gained
+//! shard needs no actor until someone asks for a seat.
 
+use super::committer::Committer;
 use super::event::{EventActor, EventArgs, EventMsg};
 use super::ticket_type::{self, Job};
+use super::timers::Deadlines;
 use crate::cluster::{Held, Ownership};
 use domain::clock::Clock;
-use domain::cluster::{ShardId, shard_of};
+use domain::cluster::shard_of;
 use domain::config::{TicketingConfig, TicketingMode};
 use ractor::{Actor, ActorRef, ActorStatus};
 use std::collections::HashMap;
 use std::sync::Arc;
 use storage::Database;
 use storage::cluster::{Fence, Lease};
-use storage::events::registrations;
 use storage::events::seats::{SeatOutcome, SeatRequest};
 use tokio::sync::{Mutex, oneshot, watch};
 use uuid::Uuid;
@@ -74,6 +75,10 @@ pub struct Ticketing {
     actors: std::sync::Mutex<HashMap<Uuid, Running>>,
     /// Held while an event actor starts, so one event gets one actor.
     starting: Mutex<()>,
+    /// Commits the ready batches of all of the node's ticket types.
+    committer: Committer,
+    /// New reservation deadlines, for the node's timer.
+    deadlines: Deadlines,
 }
 
 fn alive(actor: &ActorRef<EventMsg>) -> bool {
@@ -84,7 +89,8 @@ fn alive(actor: &ActorRef<EventMsg>) -> bool {
 }
 
 impl Ticketing {
-    /// An empty registry for the events `owner` holds.
+    /// An empty registry for the events `owner` holds (its committer's workers start now, on
+    /// the current runtime).
     pub fn new(
         db: Database,
         clock: Arc<dyn Clock>,
@@ -92,7 +98,6 @@ impl Ticketing {
         owner: Ownership,
     ) -> Ticketing {
         Ticketing {
-            db,
             clock,
             mode: config.mode,
             batch: config.batch,
@@ -100,7 +105,15 @@ impl Ticketing {
             owner,
             actors: std::sync::Mutex::new(HashMap::new()),
             starting: Mutex::new(()),
+            committer: Committer::start(db.clone(), config.committers),
+            deadlines: Deadlines::default(),
+            db,
         }
+    }
+
+    /// Where new reservation deadlines are announced (the node's timer listens).
+    pub fn deadlines(&self) -> Deadlines {
+        self.deadlines.clone()
     }
 
     /// What this node owns.
@@ -143,6 +156,8 @@ impl Ticketing {
             idle: self.idle,
             fence: fence.clone(),
             owner: self.owner.clone(),
+            committer: self.committer.clone(),
+            deadlines: self.deadlines.clone(),
         };
         let (actor, _) = Actor::spawn(None, EventActor, args)
             .await
@@ -221,32 +236,13 @@ impl Ticketing {
         ))
     }
 
-    /// Follows what the node holds until `stop` changes: stops the actors of shards lost and
-    /// wakes, for shards gained, the actors whose reservations still have to expire.
+    /// Follows what the node holds until `stop` changes: stops the actors of shards lost (or
+    /// held again at another epoch).
     pub async fn follow(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let mut changes = self.owner.changes();
-        let mut known = Held::default();
         loop {
             let now = changes.borrow_and_update().clone();
             self.stop_outside(&now);
-            let gained: Vec<ShardId> = now
-                .0
-                .iter()
-                .filter(|(shard, epoch)| known.0.get(shard) != Some(epoch))
-                .map(|(shard, _)| *shard)
-                .collect();
-            if !gained.is_empty() {
-                match self.wake_pending(&gained).await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(
-                        actors = n,
-                        shards = gained.len(),
-                        "ticket-type actors woken for pending reservations"
-                    ),
-                    Err(e) => tracing::warn!(error = %e, "could not wake ticket-type actors"),
-                }
-            }
-            known = now;
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return },
                 _ = stop.changed() => return,
@@ -264,29 +260,6 @@ impl Ticketing {
             }
             keep
         });
-    }
-
-    /// Starts the actors of every ticket type of `shards` whose reservations still have to
-    /// expire, so their timers exist again after a restart, a crash or a hand-over.
-    async fn wake_pending(&self, shards: &[ShardId]) -> Result<usize, TicketingError> {
-        if self.mode == TicketingMode::Direct {
-            return Ok(0);
-        }
-        let ids: Vec<i16> = shards.iter().map(|s| s.as_i16()).collect();
-        let pending = registrations::with_pending_expiry(&self.db, &ids)
-            .await
-            .map_err(|e| TicketingError::of(&e))?;
-        let mut woken = 0;
-        for (event, ticket_type) in &pending {
-            // The shard may have gone again meanwhile.
-            let Some(fence) = self.owner.fence_of(*event) else {
-                continue;
-            };
-            let actor = self.actor(*event, &fence).await?;
-            let _ = actor.send_message(EventMsg::Wake(*ticket_type));
-            woken += 1;
-        }
-        Ok(woken)
     }
 
     /// Event actors running now.

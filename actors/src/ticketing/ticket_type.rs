@@ -1,9 +1,13 @@
 //! The actor of one ticket type (ractor). Seat requests queue in its mailbox; the first of a
 //! run asks the actor to flush, and by the time that flush message is handled every request
 //! that arrived meanwhile is pending too: they are judged against one locked row and committed
-//! together (group commit), then each gets its answer. The actor also owns the expiry timer of
-//! its reservations, rebuilt from the stored deadlines whenever it starts.
+//! together (group commit, through the node's committer, which may put several ticket types'
+//! batches in one transaction), then each gets its answer. Its reservations expire through the
+//! node's reservation timer, which the actor tells of every new deadline: one mechanism for
+//! every deadline, whether or not an actor runs.
 
+use super::committer::Committer;
+use super::timers::Deadlines;
 use super::registry::TicketingError;
 use crate::cluster::Ownership;
 use chrono::{DateTime, Utc};
@@ -15,17 +19,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storage::Database;
 use storage::cluster::Fence;
-use storage::events::registrations;
 use storage::events::seats::{self, SeatOutcome, SeatRequest};
 use tokio::sync::oneshot;
 use uuid::Uuid;
+
+/// Where the answer to one seat request goes.
+pub type Reply = oneshot::Sender<Result<SeatOutcome, TicketingError>>;
 
 /// A request and where to send its answer.
 pub struct Job {
     /// The request.
     pub request: SeatRequest,
     /// The answer channel.
-    pub reply: oneshot::Sender<Result<SeatOutcome, TicketingError>>,
+    pub reply: Reply,
 }
 
 /// What a ticket-type actor is told.
@@ -37,8 +43,6 @@ pub enum TicketTypeMsg {
     Seat(Job),
     /// Commit what is pending.
     Flush,
-    /// A reservation deadline may have passed.
-    Expire,
     /// Stop if nothing happened for the idle time (else look again when it would be up).
     Idle,
 }
@@ -59,6 +63,10 @@ pub struct TicketTypeArgs {
     pub fence: Fence,
     /// What the node owns (for counting refused writes).
     pub owner: Ownership,
+    /// Where ready batches go to be committed (with other ticket types' batches).
+    pub committer: Committer,
+    /// The node's reservation timer, told of each new deadline.
+    pub deadlines: Deadlines,
 }
 
 /// The actor's state.
@@ -70,8 +78,6 @@ pub struct TicketTypeState {
     flush_queued: bool,
     /// When the last request came (one idle timer per actor reads it, not one per request).
     last_active: Instant,
-    /// The earliest deadline a timer is already set for.
-    next_expiry: Option<DateTime<Utc>>,
 }
 
 /// The ticket-type actor.
@@ -88,18 +94,13 @@ impl Actor for TicketTypeActor {
         args: TicketTypeArgs,
     ) -> Result<TicketTypeState, ActorProcessingErr> {
         let tenant = seats::owner(&args.db, args.ticket_type).await?;
-        let next =
-            registrations::next_expiry(&args.db, &args.fence.shards(), Some(args.ticket_type))
-                .await?;
-        let mut state = TicketTypeState {
+        let state = TicketTypeState {
             args,
             tenant,
             pending: Vec::new(),
             flush_queued: false,
             last_active: Instant::now(),
-            next_expiry: None,
         };
-        schedule_expiry(&myself, &mut state, next);
         myself.send_after(state.args.idle, || TicketTypeMsg::Idle);
         Ok(state)
     }
@@ -125,34 +126,9 @@ impl Actor for TicketTypeActor {
             }
             TicketTypeMsg::Flush => {
                 state.flush_queued = false;
-                if let Err(moved) = flush(&myself, state).await {
+                if let Err(moved) = flush(state).await {
                     fenced(&myself, state, &moved);
                 }
-            }
-            TicketTypeMsg::Expire => {
-                state.next_expiry = None;
-                let (db, ticket_type, fence) =
-                    (&state.args.db, state.args.ticket_type, &state.args.fence);
-                match registrations::expire_due(
-                    db,
-                    fence,
-                    Some(ticket_type),
-                    state.args.clock.now(),
-                )
-                .await
-                {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(%ticket_type, expired = n, "reservations expired"),
-                    Err(e) if e.is_fenced() => {
-                        fenced(&myself, state, &TicketingError::of(&e));
-                        return Ok(());
-                    }
-                    Err(e) => tracing::warn!(%ticket_type, error = %e, "reservation expiry failed"),
-                }
-                let next = registrations::next_expiry(db, &fence.shards(), Some(ticket_type))
-                    .await
-                    .unwrap_or(None);
-                schedule_expiry(&myself, state, next);
             }
             TicketTypeMsg::Idle => {
                 let left = super::idle_left(state.last_active.elapsed(), state.args.idle);
@@ -178,32 +154,9 @@ fn fenced(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState, why: &T
     myself.stop(Some("fenced".into()));
 }
 
-/// Sets a timer for `deadline` unless an earlier one is already set.
-fn schedule_expiry(
-    myself: &ActorRef<TicketTypeMsg>,
-    state: &mut TicketTypeState,
-    deadline: Option<DateTime<Utc>>,
-) {
-    let Some(deadline) = deadline else { return };
-    if state.next_expiry.is_some_and(|set| set <= deadline) {
-        return;
-    }
-    state.next_expiry = Some(deadline);
-    // The manual clock of tests does not move tokio's timers: never wait more than a second
-    // past what the clock says, so a moved clock is noticed.
-    let wait = (deadline - state.args.clock.now())
-        .to_std()
-        .unwrap_or(Duration::ZERO)
-        .min(Duration::from_secs(1));
-    myself.send_after(wait, || TicketTypeMsg::Expire);
-}
-
 /// Commits everything pending, `batch` requests at a time, and answers each request. A
 /// refused fence ends the flush: the jobs of that batch and the rest are for the new owner.
-async fn flush(
-    myself: &ActorRef<TicketTypeMsg>,
-    state: &mut TicketTypeState,
-) -> Result<(), TicketingError> {
+async fn flush(state: &mut TicketTypeState) -> Result<(), TicketingError> {
     let Some(tenant) = state.tenant else {
         return Ok(());
     };
@@ -212,11 +165,26 @@ async fn flush(
     let batch = state.args.batch.max(1);
     while !state.pending.is_empty() {
         let take = state.pending.len().min(batch);
-        let jobs: Vec<Job> = state.pending.drain(..take).collect();
-        let requests: Vec<SeatRequest> = jobs.iter().map(|j| j.request.clone()).collect();
+        let (requests, replies): (Vec<SeatRequest>, Vec<Reply>) = state
+            .pending
+            .drain(..take)
+            .map(|job| (job.request, job.reply))
+            .unzip();
         let now = state.args.clock.now();
         let started = std::time::Instant::now();
-        let committed = seats::commit_batch(&db, &fence, tenant, ticket_type, &requests, now).await;
+        let submitted = state
+            .args
+            .committer
+            .commit(tenant, ticket_type, fence.clone(), requests, now)
+            .await;
+        let Ok((requests, committed)) = submitted else {
+            for reply in replies {
+                let _ = reply.send(Err(TicketingError::Failed(
+                    "the commit of this request was interrupted".into(),
+                )));
+            }
+            continue;
+        };
         tracing::debug!(
             %ticket_type,
             batch = requests.len(),
@@ -228,6 +196,10 @@ async fn flush(
             Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
             Err(e) if e.is_fenced() => {
                 let moved = TicketingError::of(&e);
+                let jobs = requests
+                    .into_iter()
+                    .zip(replies)
+                    .map(|(request, reply)| Job { request, reply });
                 state.pending.splice(0..0, jobs);
                 return Err(moved);
             }
@@ -252,9 +224,11 @@ async fn flush(
                 _ => None,
             })
             .min();
-        schedule_expiry(myself, state, earliest);
-        for (job, outcome) in jobs.into_iter().zip(outcomes) {
-            let _ = job.reply.send(outcome);
+        if let Some(deadline) = earliest {
+            state.args.deadlines.at(deadline);
+        }
+        for (reply, outcome) in replies.into_iter().zip(outcomes) {
+            let _ = reply.send(outcome);
         }
     }
     Ok(())

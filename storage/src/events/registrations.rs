@@ -456,42 +456,25 @@ pub async fn expire_due(
     Ok(expired)
 }
 
-/// The earliest reservation deadline in `shards` (of one ticket type, or of all), for the
-/// timers.
-pub async fn next_expiry(
-    db: &Database,
-    shards: &[i16],
-    ticket_type: Option<Uuid>,
-) -> Result<Option<DateTime<Utc>>> {
+/// The earliest deadline in `shards`, of a reservation or of a waiting-list hold, for the
+/// node's reservation timer.
+pub async fn next_expiry(db: &Database, shards: &[i16]) -> Result<Option<DateTime<Utc>>> {
     let tx = db.begin(Scope::system()).await?;
     let next: Option<DateTime<Utc>> = tx
         .query_one(
-            "SELECT min(r.expires_at) FROM event_service.registrations r
-             JOIN event_service.events e ON e.id = r.event_id
-             WHERE r.status = 'RESERVED' AND ($1::uuid IS NULL OR r.ticket_type_id = $1)
-               AND e.shard = ANY($2)",
-            &[&ticket_type, &shards],
+            "SELECT LEAST(
+                (SELECT min(r.expires_at) FROM event_service.registrations r
+                   JOIN event_service.events e ON e.id = r.event_id
+                  WHERE r.status = 'RESERVED' AND e.shard = ANY($1)),
+                (SELECT min(w.expires_at) FROM event_service.waiting_list w
+                   JOIN event_service.events e ON e.id = w.event_id
+                  WHERE w.status = 'NOTIFIED' AND e.shard = ANY($1)))",
+            &[&shards],
         )
         .await?
         .get(0);
     tx.commit().await?;
     Ok(next)
-}
-
-/// Ticket types (with their events) of `shards` holding reservations that will expire: the
-/// actors to start when a node takes the shards, so their timers exist again.
-pub async fn with_pending_expiry(db: &Database, shards: &[i16]) -> Result<Vec<(Uuid, Uuid)>> {
-    let tx = db.begin(Scope::system()).await?;
-    let rows = tx
-        .query(
-            "SELECT DISTINCT r.event_id, r.ticket_type_id FROM event_service.registrations r
-             JOIN event_service.events e ON e.id = r.event_id
-             WHERE r.status = 'RESERVED' AND r.expires_at IS NOT NULL AND e.shard = ANY($1)",
-            &[&shards],
-        )
-        .await?;
-    tx.commit().await?;
-    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
 /// What to check in.

@@ -105,10 +105,22 @@ struct Offer {
     summary: EventSummary,
 }
 
+/// One ticket type's batch of seat requests, for `commit_batches`.
+pub struct SeatBatch<'a> {
+    /// The tenant owning the ticket type.
+    pub tenant: TenantId,
+    /// The ticket type.
+    pub ticket_type: Uuid,
+    /// The requests, in arrival order.
+    pub requests: &'a [SeatRequest],
+    /// The time the batch is judged at.
+    pub now: DateTime<Utc>,
+}
+
 /// Judges and writes a batch of seat requests for one ticket type in one transaction of five
 /// round trips: open; lock-and-read (pipelined with the earlier answers to the batch's keys
 /// and the check of the event shard's lease); insert-and-count (pipelined with the
-/// idempotency records); outbox-and-notify; commit. A node whose lease moved on writes nothing
+/// idempotency records); outbox; commit. A node whose lease moved on writes nothing
 /// (`Error::Fenced`).
 pub async fn commit_batch(
     db: &Database,
@@ -119,6 +131,92 @@ pub async fn commit_batch(
     now: DateTime<Utc>,
 ) -> Result<Vec<SeatOutcome>> {
     let tx = db.begin(Scope::tenant(tenant, None)).await?;
+    let batch = SeatBatch {
+        tenant,
+        ticket_type,
+        requests,
+        now,
+    };
+    let (mut written, ()) = tokio::try_join!(write(&tx, &batch), fence.check(&tx))?;
+    crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &written.events).await?;
+    tx.commit().await?;
+    written.events.clear();
+    Ok(written.finish())
+}
+
+/// Judges and writes the batches of several ticket types in one transaction: their statements
+/// are pipelined side by side, so a transaction costs the same round trips and one commit
+/// whether it carries one ticket type's batch or a hundred (many small events on sale at once
+/// sell as fast as one big one). The transaction acts as the system because its batches may
+/// belong to several organizations; every statement names its ticket type and tenant. Any
+/// failure fails them all (the caller then commits each batch alone to learn whose it was);
+/// the batches must be of different ticket types.
+pub async fn commit_batches(
+    db: &Database,
+    fence: &Fence,
+    batches: &[SeatBatch<'_>],
+) -> Result<Vec<Vec<SeatOutcome>>> {
+    let tx = db.begin(Scope::system()).await?;
+    // Row locks are taken in ticket-type order whatever order the batches came in, so two
+    // such transactions cannot wait on each other in a cycle.
+    let mut order: Vec<usize> = (0..batches.len()).collect();
+    order.sort_by_key(|&i| batches[i].ticket_type);
+    let writes = futures_util::future::try_join_all(order.iter().map(|&i| write(&tx, &batches[i])));
+    let (written, ()) = tokio::try_join!(writes, fence.check(&tx))?;
+    let events: Vec<Envelope> = written.iter().flat_map(|w| w.events.iter().cloned()).collect();
+    crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events).await?;
+    tx.commit().await?;
+    let mut outcomes: Vec<Option<Vec<SeatOutcome>>> = (0..batches.len()).map(|_| None).collect();
+    for (i, w) in order.into_iter().zip(written) {
+        outcomes[i] = Some(w.finish());
+    }
+    Ok(outcomes.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+/// A batch judged and written inside a transaction that has not committed yet.
+struct Written {
+    verdicts: Vec<Verdict>,
+    chosen: Vec<(usize, Uuid, String)>,
+    created: HashMap<Uuid, Registration>,
+    /// The announcements of the registrations, for the transaction's outbox.
+    events: Vec<Envelope>,
+}
+
+impl Written {
+    /// The answers, once the transaction committed: seats become registrations, and a repeat
+    /// of a key inside the batch gets its first answer.
+    fn finish(mut self) -> Vec<SeatOutcome> {
+        let mut seat_of: HashMap<usize, Uuid> =
+            self.chosen.iter().map(|(i, id, _)| (*i, *id)).collect();
+        let mut finals: Vec<SeatOutcome> = Vec::with_capacity(self.verdicts.len());
+        for (i, verdict) in self.verdicts.into_iter().enumerate() {
+            finals.push(match verdict {
+                Verdict::Done(outcome) => outcome,
+                Verdict::Seat => seat_of
+                    .remove(&i)
+                    .and_then(|id| self.created.remove(&id))
+                    .map(|r| SeatOutcome::Created(Box::new(r)))
+                    .unwrap_or(SeatOutcome::Refused(SeatRefusal::SoldOut)),
+                Verdict::RepeatOf(j) => match &finals[j] {
+                    replayed @ SeatOutcome::Replayed(_) => replayed.clone(),
+                    first => SeatOutcome::Replayed(Box::new(first.clone())),
+                },
+            });
+        }
+        finals
+    }
+}
+
+/// Judges one ticket type's batch against its locked row and writes its registrations, seat
+/// counts and idempotency records in `tx` (announcements are left to the caller's outbox
+/// write).
+async fn write(tx: &crate::Tx, batch: &SeatBatch<'_>) -> Result<Written> {
+    let SeatBatch {
+        tenant,
+        ticket_type,
+        requests,
+        now,
+    } = *batch;
     let users: Vec<Uuid> = requests.iter().map(|r| r.user.as_uuid()).collect();
     let keys: Vec<Uuid> = requests.iter().map(|r| r.key).collect();
     // Lookups per user go through LATERAL ... LIMIT 1 so each one is an index probe: during a
@@ -155,7 +253,7 @@ pub async fn commit_batch(
     let offer_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&ticket_type, &users];
     let answered_params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
         [&tenant_id, &users, &keys];
-    let (offer_row, answered_rows, ()) = tokio::try_join!(
+    let (offer_row, answered_rows) = tokio::try_join!(
         async {
             tx.query_opt(&offer_stmt, &offer_params)
                 .await
@@ -166,7 +264,6 @@ pub async fn commit_batch(
                 .await
                 .map_err(crate::Error::from)
         },
-        fence.check(&tx),
     )?;
     let row = offer_row.ok_or_else(Refusal::not_found)?;
     let event: Uuid = row.get(0);
@@ -216,7 +313,7 @@ pub async fn commit_batch(
         .map(|(_, r)| r.user.as_uuid())
         .collect();
     let holders: HashSet<Uuid> = if offer.any_holds && !seekers.is_empty() {
-        super::waitlist::convert_holds(&tx, ticket_type, &seekers, now)
+        super::waitlist::convert_holds(tx, ticket_type, &seekers, now)
             .await?
             .into_iter()
             .collect()
@@ -243,6 +340,7 @@ pub async fn commit_batch(
     let status = RegistrationStatus::initial(offer.price, offer.minutes);
     let expires_at = status.deadline(offer.minutes, now);
     let mut created: HashMap<Uuid, Registration> = HashMap::new();
+    let mut events = Vec::new();
     let mut records = Records::default();
     for (i, verdict) in verdicts.iter().enumerate() {
         if let Verdict::Done(outcome) = verdict
@@ -255,10 +353,10 @@ pub async fn commit_batch(
         records.push(&requests[*i], "CREATED", Some(*id));
     }
     if chosen.is_empty() {
-        records.insert(&tx, tenant).await?;
+        records.insert(tx, tenant).await?;
     } else {
         let rows = insert(
-            &tx,
+            tx,
             tenant,
             ticket_type,
             &offer,
@@ -268,8 +366,7 @@ pub async fn commit_batch(
             requests,
             &chosen,
         );
-        let (rows, ()) = tokio::try_join!(rows, records.insert(&tx, tenant))?;
-        let mut events = Vec::with_capacity(rows.len());
+        let (rows, ()) = tokio::try_join!(rows, records.insert(tx, tenant))?;
         for row in &rows {
             let registration = from_row(row);
             events.push(Envelope::of(
@@ -279,33 +376,18 @@ pub async fn commit_batch(
             ));
             created.insert(registration.id, registration);
         }
-        crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events).await?;
         if offer.anyone_waiting {
             // Registering ends one's wait for the event's other ticket types.
             let registered: Vec<Uuid> = created.values().map(|r| r.user_id.as_uuid()).collect();
-            super::waitlist::close_for(&tx, offer.event, &registered).await?;
+            super::waitlist::close_for(tx, offer.event, &registered).await?;
         }
     }
-    tx.commit().await?;
-
-    // Seats become registrations; a repeat of a key inside the batch gets its first answer.
-    let mut seat_of: HashMap<usize, Uuid> = chosen.iter().map(|(i, id, _)| (*i, *id)).collect();
-    let mut finals: Vec<SeatOutcome> = Vec::with_capacity(requests.len());
-    for (i, verdict) in verdicts.into_iter().enumerate() {
-        finals.push(match verdict {
-            Verdict::Done(outcome) => outcome,
-            Verdict::Seat => seat_of
-                .remove(&i)
-                .and_then(|id| created.remove(&id))
-                .map(|r| SeatOutcome::Created(Box::new(r)))
-                .unwrap_or(SeatOutcome::Refused(SeatRefusal::SoldOut)),
-            Verdict::RepeatOf(j) => match &finals[j] {
-                replayed @ SeatOutcome::Replayed(_) => replayed.clone(),
-                first => SeatOutcome::Replayed(Box::new(first.clone())),
-            },
-        });
-    }
-    Ok(finals)
+    Ok(Written {
+        verdicts,
+        chosen,
+        created,
+        events,
+    })
 }
 
 /// The judgement of one request before seats are handed out.

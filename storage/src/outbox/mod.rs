@@ -70,13 +70,14 @@ pub async fn enqueue_many(tx: &Tx, schema: Schema, events: &[Envelope]) -> Resul
     let times: Vec<chrono::DateTime<chrono::Utc>> = events.iter().map(|e| e.occurred_at).collect();
     let data: Vec<&serde_json::Value> = events.iter().map(|e| &e.data).collect();
     tx.ring_on_commit(schema);
-    tx.execute(
-        &format!(
+    // Prepared once per connection: the seat path writes here in every commit.
+    let stmt = tx
+        .prepare_cached(&format!(
             "INSERT INTO {s}.outbox (id, event_type, tenant_id, actor_id, occurred_at, data)
              SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::timestamptz[], $6::jsonb[])"
-        ),
-        &[&ids, &types, &tenants, &actors, &times, &data],
-    )
-    .await?;
+        ))
+        .await?;
+    tx.execute(&stmt, &[&ids, &types, &tenants, &actors, &times, &data])
+        .await?;
     Ok(())
 }
