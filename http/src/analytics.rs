@@ -22,6 +22,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::OpenApi;
 use uuid::Uuid;
 
+mod trackable;
+
 /// The routes of the analytics service.
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -86,11 +88,13 @@ pub struct Tracked {
     pub id: Uuid,
 }
 
-/// Tracks one event of an event: accepted at once, written in batches. A draft is tracked only
-/// for its organization's members (previewing it); for anyone else it is 404, as an unknown
-/// event is, since a draft is not public.
+/// Tracks one event of an event: accepted at once, written in batches, from the moment the
+/// event is created. A draft is tracked only for its organization's members (previewing it);
+/// for anyone else it is 404, as an unknown event is, since a draft is not public. 503 with
+/// Retry-After when whether the event exists cannot be found out right now.
 #[utoipa::path(post, path = "/api/v1/analytics/track", tag = "analytics", request_body = TrackRequest,
-    responses((status = 202, body = Tracked), (status = 400, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+    responses((status = 202, body = Tracked), (status = 400, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
+        (status = 503, body = crate::error::ErrorBody)))]
 pub async fn track(
     State(state): State<AppState>,
     caller: Caller,
@@ -128,11 +132,7 @@ pub async fn track(
     errors.into_result()?;
     let kind = kind.ok_or_else(|| ApiError::new(ErrorCode::ValidationError))?;
     // The record belongs to the event's organization, whoever looked at it.
-    let tenant = tracked::find(&state.db, body.event_id)
-        .await?
-        .filter(|e| e.trackable_by(is_member(&caller, e.tenant)))
-        .ok_or_else(ApiError::not_found)?
-        .tenant;
+    let tenant = trackable::tenant_of(&state, &caller, body.event_id).await?;
     let record = Record::new(
         Uuid::now_v7(),
         tenant,

@@ -11,6 +11,7 @@ pub mod extract;
 pub mod gateway;
 pub mod health;
 pub mod idempotency;
+pub mod internal_call;
 pub mod identity;
 pub mod media;
 pub mod metrics;

@@ -990,3 +990,290 @@ async fn a_publication_overtaking_the_creation_is_kept() {
     recorder.handle(&created).await.unwrap();
     assert_eq!(find(&ctx.t.db, fresh).await.unwrap(), draft);
 }
+
+/// Creates an event of `owner`'s organization starting in five days; its id.
+async fn new_event(ctx: &Ctx, owner: &crate::identity::Session) -> String {
+    let created = ctx
+        .post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": "On sale", "startsAt": (Utc::now() + Duration::days(5)).to_rfc3339()}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    created.body["id"].as_str().unwrap().to_string()
+}
+
+async fn publish(ctx: &Ctx, owner: &crate::identity::Session, event: &str) {
+    let r = ctx
+        .post_empty(
+            &format!("/api/v1/events/{event}/publish"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// Waits until analytics has applied every `kinds` event the events service published about
+/// `event`, so nothing still in flight rewrites its projection row after the test changes it.
+async fn settled(ctx: &Ctx, event: &str, kinds: &[&str]) {
+    let owner = ctx.t.owner().await;
+    let applied = eventually(15, || async {
+        let ids: Vec<Uuid> = kinds
+            .iter()
+            .flat_map(|k| ctx.events.of(k))
+            .filter(|e| e.data["eventId"] == event)
+            .map(|e| e.id.as_uuid())
+            .collect();
+        if ids.len() < kinds.len() {
+            return false;
+        }
+        let done: i64 = owner
+            .query_one(
+                "SELECT count(DISTINCT event_id) FROM analytics_service.processed_events WHERE event_id = ANY($1)",
+                &[&ids],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        done == ids.len() as i64
+    })
+    .await;
+    assert!(applied, "analytics applied {kinds:?} of {event}");
+}
+
+async fn views_of(owner: &tokio_postgres::Client, event: &str) -> i64 {
+    let event = Uuid::parse_str(event).unwrap();
+    owner
+        .query_one(
+            "SELECT count(*) FROM analytics_service.analytics_events WHERE event_id = $1",
+            &[&event],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+fn view_of(event: &str) -> Value {
+    json!({"eventType": "page.view", "eventId": event})
+}
+
+#[tokio::test]
+async fn a_view_is_not_lost_while_the_projection_lags() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (other, _) = ctx.owner(&admin).await;
+    let visitor = ctx.user().await;
+    let db = ctx.t.owner().await;
+
+    // Published, but analytics has not heard of it at all (the row is taken away once every
+    // event about it was applied, which is where a lagging consumer would leave it).
+    let fresh = new_event(&ctx, &owner).await;
+    publish(&ctx, &owner, &fresh).await;
+    settled(&ctx, &fresh, &["event.created", "event.published"]).await;
+    let fresh_id = Uuid::parse_str(&fresh).unwrap();
+    let removed = db
+        .execute(
+            "DELETE FROM analytics_service.tracked_events WHERE event_id = $1",
+            &[&fresh_id],
+        )
+        .await
+        .unwrap();
+    assert_eq!(removed, 1);
+    for token in [None, Some(visitor.access.as_str())] {
+        let r = track(&ctx, token, view_of(&fresh)).await;
+        assert_eq!(r.status, 202, "{}", r.body);
+    }
+    assert!(
+        eventually(10, || async { views_of(&db, &fresh).await == 2 }).await,
+        "both views written: {}",
+        views_of(&db, &fresh).await
+    );
+
+    // Known as a draft, though published since: event.published is the one that lags.
+    let overtaken = new_event(&ctx, &owner).await;
+    publish(&ctx, &owner, &overtaken).await;
+    settled(&ctx, &overtaken, &["event.created", "event.published"]).await;
+    let overtaken_id = Uuid::parse_str(&overtaken).unwrap();
+    db.execute(
+        "UPDATE analytics_service.tracked_events SET draft = true WHERE event_id = $1",
+        &[&overtaken_id],
+    )
+    .await
+    .unwrap();
+    let r = track(&ctx, None, view_of(&overtaken)).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+
+    // A draft unknown to analytics is still its organization's own.
+    let draft = new_event(&ctx, &owner).await;
+    settled(&ctx, &draft, &["event.created"]).await;
+    let draft_id = Uuid::parse_str(&draft).unwrap();
+    db.execute(
+        "DELETE FROM analytics_service.tracked_events WHERE event_id = $1",
+        &[&draft_id],
+    )
+    .await
+    .unwrap();
+    assert_eq!(track(&ctx, None, view_of(&draft)).await.status, 404);
+    for stranger in [&visitor, &other] {
+        let r = track(&ctx, Some(&stranger.access), view_of(&draft)).await;
+        assert_eq!(r.status, 404, "{}", r.body);
+    }
+    let preview = track(&ctx, Some(&owner.access), view_of(&draft)).await;
+    assert_eq!(preview.status, 202, "{}", preview.body);
+    assert!(eventually(10, || async { views_of(&db, &draft).await == 1 }).await);
+
+    // Unknown and deleted events stay unknown, to members too.
+    let unknown = Uuid::now_v7().to_string();
+    for token in [None, Some(owner.access.as_str())] {
+        assert_eq!(track(&ctx, token, view_of(&unknown)).await.status, 404);
+    }
+    let deleted = ctx
+        .delete(&format!("/api/v1/events/{draft}"), Some(&owner.access))
+        .await;
+    assert!(deleted.status < 300, "{}", deleted.body);
+    let r = track(&ctx, Some(&owner.access), view_of(&draft)).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+}
+
+#[tokio::test]
+async fn the_tracking_route_answers_services_only() {
+    use crate::support::signed;
+    use domain::config::Service;
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, org) = ctx.owner(&admin).await;
+    let event = new_event(&ctx, &owner).await;
+    let path = format!("/internal/events/{event}/tracking");
+    let url = format!("{}{path}", ctx.service_url(Service::Events));
+    let http = reqwest::Client::new();
+    let ask = |url: String| {
+        let http = http.clone();
+        async move {
+            send(signed(
+                &http,
+                reqwest::Method::GET,
+                &url,
+                Service::Analytics,
+                &[],
+            ))
+            .await
+        }
+    };
+
+    assert_eq!(send(http.get(&url)).await.status, 401, "unsigned");
+    let by_gateway = send(signed(
+        &http,
+        reqwest::Method::GET,
+        &url,
+        Service::Gateway,
+        &[],
+    ))
+    .await;
+    assert_eq!(by_gateway.status, 403, "{}", by_gateway.body);
+    assert_eq!(
+        ctx.get(&path, Some(&owner.access)).await.status,
+        404,
+        "the gateway hides it"
+    );
+
+    let draft = ask(url.clone()).await;
+    assert_eq!(draft.status, 200, "{}", draft.body);
+    assert_eq!(draft.body, json!({"tenantId": org, "draft": true}));
+    publish(&ctx, &owner, &event).await;
+    assert_eq!(
+        ask(url.clone()).await.body,
+        json!({"tenantId": org, "draft": false})
+    );
+    let unknown = format!(
+        "{}/internal/events/{}/tracking",
+        ctx.service_url(Service::Events),
+        Uuid::now_v7()
+    );
+    assert_eq!(ask(unknown).await.status, 404);
+}
+
+#[tokio::test]
+async fn analytics_in_another_process_asks_the_events_service() {
+    use crate::support::free_port;
+    use domain::config::{NodeConfig, Service, ServiceAddr};
+    // Node "rest" runs everything but analytics; node "analytics" runs analytics alone. Each
+    // has its own in-process broker, so analytics never hears of an event: a projection that
+    // lags for ever, and every view is placed by asking the events service over HTTP.
+    let events_port = free_port();
+    let analytics_port = free_port();
+    let at = |port: u16| ServiceAddr {
+        listen: format!("127.0.0.1:{port}"),
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let ctx = Ctx::with_config(|c| {
+        c.services.insert(Service::Events, at(events_port));
+        c.services.insert(Service::Analytics, at(analytics_port));
+        c.nodes = vec![
+            NodeConfig {
+                name: "rest".into(),
+                services: Service::ALL
+                    .into_iter()
+                    .filter(|s| *s != Service::Analytics)
+                    .collect(),
+                addresses: Default::default(),
+            },
+            NodeConfig {
+                name: "analytics".into(),
+                services: vec![Service::Analytics],
+                addresses: Default::default(),
+            },
+        ];
+        c.node = "rest".into();
+    })
+    .await;
+    let mut config = ctx.config();
+    config.node = "analytics".into();
+    let analytics = bilet::node::start(config.clone()).await.unwrap();
+
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (other, _) = ctx.owner(&admin).await;
+    let db = ctx.t.owner().await;
+    let public = new_event(&ctx, &owner).await;
+    publish(&ctx, &owner, &public).await;
+    let draft = new_event(&ctx, &owner).await;
+
+    let r = track(&ctx, None, view_of(&public)).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(track(&ctx, None, view_of(&draft)).await.status, 404);
+    assert_eq!(
+        track(&ctx, Some(&other.access), view_of(&draft))
+            .await
+            .status,
+        404
+    );
+    let preview = track(&ctx, Some(&owner.access), view_of(&draft)).await;
+    assert_eq!(preview.status, 202, "{}", preview.body);
+    let unknown = Uuid::now_v7().to_string();
+    assert_eq!(track(&ctx, None, view_of(&unknown)).await.status, 404);
+    let projected: i64 = db
+        .query_one("SELECT count(*) FROM analytics_service.tracked_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(projected, 0, "every answer came from the events service");
+    assert!(
+        eventually(10, || async {
+            views_of(&db, &public).await == 1 && views_of(&db, &draft).await == 1
+        })
+        .await
+    );
+
+    // The events service out of reach: the view is not refused as unknown, it is to be sent
+    // again.
+    analytics.stop().await;
+    config.services.insert(Service::Events, at(free_port()));
+    let analytics = bilet::node::start(config).await.unwrap();
+    let r = track(&ctx, None, view_of(&public)).await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.body["details"]["service"], "events", "{}", r.body);
+    assert_eq!(r.headers["retry-after"], "1");
+    analytics.stop().await;
+}

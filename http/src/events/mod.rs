@@ -1,7 +1,9 @@
-//! The event service over HTTP (port 8082): events, their life cycle and ticket types.
+//! The event service over HTTP (port 8082): events, their life cycle and ticket types, and
+//! what other services ask of it (`internal`).
 
 pub mod catalog;
 pub mod dto;
+pub mod internal;
 pub mod owner;
 pub mod payments;
 pub mod registrations;
@@ -75,6 +77,7 @@ pub fn routes() -> Router<AppState> {
                 .post(waitlist::join)
                 .delete(waitlist::leave),
         )
+        .route(internal::TRACKING, get(internal::tracking))
 }
 
 /// Taking a seat keeps its idempotency record in the seat's own transaction (see

@@ -6,32 +6,18 @@
 
 use super::internal::{ATTACHABLE, AttachableDto};
 use crate::error::ApiError;
+use crate::internal_call;
 use crate::state::AppState;
-use crate::trust::Trust;
-use axum::http::{HeaderMap, Method};
 use domain::config::Service;
 use domain::error::Refusal;
 use domain::media::attachable::Holder;
 use domain::media::refusals::MediaRefusal;
 use domain::validation::{FieldError, FieldErrors};
-use std::sync::OnceLock;
 use std::time::Duration;
 use uuid::Uuid;
 
 /// How long the media service may take to answer before the request fails with 503.
 const TIMEOUT: Duration = Duration::from_secs(5);
-
-/// One client for every check of the process, so connections to the media service are reused.
-fn client() -> &'static reqwest::Client {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(2))
-            .timeout(TIMEOUT)
-            .build()
-            .unwrap_or_default()
-    })
-}
 
 /// Accepts `file` as the value of `field` only if `holder` may attach it; `caller` is the
 /// service asking. Refused with 422 naming the field, the same answer whether the file does
@@ -81,31 +67,23 @@ async fn ask(
     file: Uuid,
     holder: Holder,
 ) -> Result<bool, ApiError> {
-    let base = state
-        .config
-        .services
-        .get(&Service::Media)
-        .map(|addr| addr.url.trim_end_matches('/'))
-        .ok_or_else(|| unavailable(&"no address of the media service in the configuration"))?;
     let query = match holder {
         Holder::User(user) => format!("user={user}"),
         Holder::Organization(tenant) => format!("tenant={tenant}"),
     };
     let path = ATTACHABLE.replace("{id}", &file.to_string());
-    let url = reqwest::Url::parse(&format!("{base}{path}?{query}")).map_err(|e| unavailable(&e))?;
-    let mut headers = HeaderMap::new();
-    Trust::from_config(&state.config).sign(caller, &Method::GET, &url, &mut headers);
-    let reply = client()
-        .get(url)
-        .headers(headers)
-        .send()
-        .await
-        .map_err(|e| unavailable(&e))?;
-    if !reply.status().is_success() {
-        // A refused signature or a failing media service: the check cannot be made, which
-        // is the media service's trouble, not the client's.
-        return Err(unavailable(&format!("media answered {}", reply.status())));
-    }
-    let answer: AttachableDto = reply.json().await.map_err(|e| unavailable(&e))?;
+    // A refused signature or a failing media service (a 404 included: the route answers
+    // every id) means the check cannot be made, which is the media service's trouble, not
+    // the client's.
+    let answer: AttachableDto = internal_call::get(
+        state,
+        Service::Media,
+        caller,
+        &format!("{path}?{query}"),
+        TIMEOUT,
+    )
+    .await
+    .map_err(|e| unavailable(&e))?
+    .ok_or_else(|| unavailable(&"media answered 404"))?;
     Ok(answer.attachable)
 }

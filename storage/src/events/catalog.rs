@@ -318,6 +318,37 @@ pub async fn get_by_slug(db: &Database, scope: Scope, slug: &str) -> Result<Even
     one_where(db, scope, "slug = $1", &slug).await
 }
 
+/// What the analytics service needs to track an event's pages, from the source rather than
+/// its projection (which follows the outbox and may lag behind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tracking {
+    /// The organization the records belong to.
+    pub tenant: TenantId,
+    /// Not public: never published, or unpublished since.
+    pub draft: bool,
+}
+
+/// How analytics may track the live event `id`, whoever asks (analytics decides who may);
+/// `None` when there is no such event or it was deleted.
+pub async fn tracking_of(db: &Database, id: Uuid) -> Result<Option<Tracking>> {
+    // Read as the system: the caller is another service deciding for someone who may not see
+    // a draft, which is the answer it needs. A draft is what analytics' consumers make of the
+    // life-cycle events: never published (a cancelled draft too), or back in DRAFT.
+    let tx = db.begin(Scope::system()).await?;
+    let row = tx
+        .query_opt(
+            "SELECT tenant_id, status = 'DRAFT' OR published_at IS NULL
+             FROM event_service.events WHERE id = $1 AND deleted_at IS NULL",
+            &[&id],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(row.map(|r| Tracking {
+        tenant: TenantId(r.get(0)),
+        draft: r.get(1),
+    }))
+}
+
 /// The one live event `condition` (on `$1`) selects, as the scope sees it.
 async fn one_where(
     db: &Database,
