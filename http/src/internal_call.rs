@@ -35,7 +35,12 @@ pub async fn get<T: DeserializeOwned>(
         .services
         .get(&service)
         .map(|addr| addr.url.trim_end_matches('/'))
-        .ok_or_else(|| format!("no address of the {} service in the configuration", service.name()))?;
+        .ok_or_else(|| {
+            format!(
+                "no address of the {} service in the configuration",
+                service.name()
+            )
+        })?;
     let url = reqwest::Url::parse(&format!("{base}{path_and_query}")).map_err(|e| e.to_string())?;
     let mut headers = HeaderMap::new();
     Trust::from_config(&state.config).sign(caller, &Method::GET, &url, &mut headers);

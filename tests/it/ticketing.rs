@@ -1416,7 +1416,10 @@ async fn batches_of_several_organizations_commit_together_and_keep_their_answers
             answers.len() - created.len(),
             answers
                 .iter()
-                .filter(|o| matches!(o, SeatOutcome::Refused(domain::events::seats::SeatRefusal::SoldOut)))
+                .filter(|o| matches!(
+                    o,
+                    SeatOutcome::Refused(domain::events::seats::SeatRefusal::SoldOut)
+                ))
                 .count()
         );
     }

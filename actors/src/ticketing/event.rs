@@ -5,8 +5,8 @@
 
 use super::committer::Committer;
 use super::registry::TicketingError;
-use super::timers::Deadlines;
 use super::ticket_type::{Job, TicketTypeActor, TicketTypeArgs, TicketTypeMsg};
+use super::timers::Deadlines;
 use crate::cluster::Ownership;
 use domain::clock::Clock;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};

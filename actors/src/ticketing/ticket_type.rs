@@ -7,8 +7,8 @@
 //! every deadline, whether or not an actor runs.
 
 use super::committer::Committer;
-use super::timers::Deadlines;
 use super::registry::TicketingError;
+use super::timers::Deadlines;
 use crate::cluster::Ownership;
 use chrono::{DateTime, Utc};
 use domain::clock::Clock;

@@ -176,7 +176,8 @@ mod tests {
         assert_eq!(deadlines.take(), Some(at("2026-11-25T12:10:00Z")));
         assert_eq!(deadlines.take(), None);
         // The first announcement stored a permit: the timer is woken once.
-        let woken = tokio::time::timeout(Duration::from_millis(50), deadlines.inner.ring.notified());
+        let woken =
+            tokio::time::timeout(Duration::from_millis(50), deadlines.inner.ring.notified());
         assert!(woken.await.is_ok());
     }
 }

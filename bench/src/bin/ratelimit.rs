@@ -28,7 +28,10 @@ async fn main() -> anyhow::Result<()> {
                 .collect();
             let started = Instant::now();
             for key in &keys {
-                counter.increment(key, 1).await.map_err(anyhow::Error::msg)?;
+                counter
+                    .increment(key, 1)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
             }
             runs.push(started.elapsed().as_nanos() as f64 / MEASURED as f64);
         }

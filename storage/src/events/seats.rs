@@ -163,14 +163,20 @@ pub async fn commit_batches(
     order.sort_by_key(|&i| batches[i].ticket_type);
     let writes = futures_util::future::try_join_all(order.iter().map(|&i| write(&tx, &batches[i])));
     let (written, ()) = tokio::try_join!(writes, fence.check(&tx))?;
-    let events: Vec<Envelope> = written.iter().flat_map(|w| w.events.iter().cloned()).collect();
+    let events: Vec<Envelope> = written
+        .iter()
+        .flat_map(|w| w.events.iter().cloned())
+        .collect();
     crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events).await?;
     tx.commit().await?;
     let mut outcomes: Vec<Option<Vec<SeatOutcome>>> = (0..batches.len()).map(|_| None).collect();
     for (i, w) in order.into_iter().zip(written) {
         outcomes[i] = Some(w.finish());
     }
-    Ok(outcomes.into_iter().map(Option::unwrap_or_default).collect())
+    Ok(outcomes
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect())
 }
 
 /// A batch judged and written inside a transaction that has not committed yet.
