@@ -1,19 +1,24 @@
 //! The in-process broker on a database (issue 22): failing handlers are retried with growing
 //! backoff, then parked as dead letters in PostgreSQL that survive a restart and can be
 //! replayed; a delivery in flight when the process died is delivered after the restart, once.
+//! Events that queued up are applied in batches (issue 29): one transaction per run, each
+//! event once, a failing one retried and dead-lettered on its own.
 
 use crate::outbox::{Applier, start_relay, write_event};
 use crate::support::{TestDb, eventually};
 use async_trait::async_trait;
+use domain::contract::{Kind, samples};
 use domain::envelope::Envelope;
-use domain::ids::EventId;
+use domain::ids::{EventId, TenantId};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use storage::broker::{
     Broker, Handler, HandlerError, MemoryBroker, RetryPolicy, Subscription, deliveries,
 };
-use storage::{Schema, outbox};
+use storage::inbox::{Inbox, Projection, Received};
+use storage::{Schema, Scope, Tx, outbox};
 
 /// Fails `failures` times, then applies; notes when each attempt came.
 pub struct FailsThen {
@@ -282,4 +287,341 @@ async fn a_running_bus_keeps_its_deliveries_from_another_bus() {
     assert_eq!(rows(&t, &consumer).await, 1);
     drop(busy);
     assert!(eventually(10, || async { applier.applied().len() == 1 }).await);
+}
+
+/// A projection noting each event it applies in `event_service.ledger`, with the transaction
+/// that applied it (to tell batches apart). It refuses the events it is told to, counts how
+/// often each event reached `apply`, and holds the gated event until the gate opens.
+#[derive(Clone, Default)]
+pub struct Ledger {
+    pub poisoned: Arc<Mutex<HashSet<EventId>>>,
+    pub tries: Arc<Mutex<HashMap<EventId, usize>>>,
+    pub committed: Arc<Mutex<Vec<EventId>>>,
+    pub gate: Arc<Mutex<Option<EventId>>>,
+}
+
+/// The consumer name of `Ledger`, as `Projection::NAME`.
+pub const LEDGER: &str = "ledger";
+
+impl Ledger {
+    /// A ledger on a table of its own in `t`'s database.
+    pub async fn create(t: &TestDb) -> Ledger {
+        let role = t.config.database.app_role_name();
+        t.owner()
+            .await
+            .batch_execute(&format!(
+                "CREATE TABLE event_service.ledger (
+                     seq      BIGSERIAL PRIMARY KEY,
+                     event_id UUID NOT NULL,
+                     tx       BIGINT NOT NULL DEFAULT txid_current()
+                 );
+                 GRANT SELECT, INSERT ON event_service.ledger TO {role};
+                 GRANT USAGE ON SEQUENCE event_service.ledger_seq_seq TO {role};"
+            ))
+            .await
+            .unwrap();
+        Ledger::default()
+    }
+
+    pub fn poison(&self, id: EventId) {
+        self.poisoned.lock().unwrap().insert(id);
+    }
+
+    pub fn cure(&self) {
+        self.poisoned.lock().unwrap().clear();
+    }
+
+    pub fn tries(&self, id: EventId) -> usize {
+        self.tries.lock().unwrap().get(&id).copied().unwrap_or(0)
+    }
+
+    pub fn committed(&self) -> Vec<EventId> {
+        self.committed.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Projection for Ledger {
+    const NAME: &'static str = LEDGER;
+    const SCHEMA: Schema = Schema::EventService;
+    const TAKES: &'static [Kind] = &[Kind::UserUpdated, Kind::GroupCreated];
+    type Done = EventId;
+
+    fn scope(&self, received: &Received<'_>) -> Result<Scope, HandlerError> {
+        Ok(received
+            .envelope
+            .tenant_id
+            .map_or(Scope::system(), |t| Scope::tenant(t, None)))
+    }
+
+    async fn apply(&self, tx: &Tx, received: &Received<'_>) -> Result<EventId, HandlerError> {
+        let id = received.envelope.id;
+        *self.tries.lock().unwrap().entry(id).or_insert(0) += 1;
+        while *self.gate.lock().unwrap() == Some(id) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tx.execute(
+            "INSERT INTO event_service.ledger (event_id) VALUES ($1)",
+            &[&id.as_uuid()],
+        )
+        .await?;
+        if self.poisoned.lock().unwrap().contains(&id) {
+            // After a write, so the test sees that a refused event leaves nothing behind.
+            return Err(format!("poisoned {id}").into());
+        }
+        Ok(id)
+    }
+
+    fn committed(&self, _: &Received<'_>, done: EventId) {
+        self.committed.lock().unwrap().push(done);
+    }
+}
+
+/// An event `Ledger` takes, of `tenant`.
+pub fn taken(tenant: Option<TenantId>) -> Envelope {
+    Envelope::of(&samples::of(Kind::UserUpdated), tenant, None)
+}
+
+/// The ledger in the order it was written: each event and the transaction that applied it.
+pub async fn ledger_rows(t: &TestDb) -> Vec<(EventId, i64)> {
+    t.owner()
+        .await
+        .query(
+            "SELECT event_id, tx FROM event_service.ledger ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (EventId(r.get(0)), r.get(1)))
+        .collect()
+}
+
+pub async fn ledger_ids(t: &TestDb) -> Vec<EventId> {
+    ledger_rows(t).await.into_iter().map(|(id, _)| id).collect()
+}
+
+/// How many transactions wrote the ledger.
+pub fn transactions(ledger: &[(EventId, i64)]) -> usize {
+    ledger
+        .iter()
+        .map(|(_, tx)| *tx)
+        .collect::<HashSet<_>>()
+        .len()
+}
+
+/// The events the ledger consumer has claimed.
+pub async fn claimed(t: &TestDb) -> HashSet<EventId> {
+    t.owner()
+        .await
+        .query(
+            "SELECT event_id FROM event_service.processed_events WHERE consumer = $1",
+            &[&LEDGER],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| EventId(r.get(0)))
+        .collect()
+}
+
+fn ids(events: &[Envelope]) -> Vec<EventId> {
+    events.iter().map(|e| e.id).collect()
+}
+
+#[tokio::test]
+async fn an_inbox_applies_a_batch_once_per_event_in_a_transaction_per_run_of_a_scope() {
+    let t = TestDb::new().await;
+    let ledger = Ledger::create(&t).await;
+    let inbox = Inbox::new(t.db.clone(), ledger.clone());
+    let (a, b) = (Some(TenantId::new()), Some(TenantId::new()));
+    let not_taken = Envelope::of(&samples::of(Kind::MailRequested), a, None);
+    let events = vec![
+        taken(a),
+        taken(a),
+        taken(b),
+        taken(b),
+        taken(b),
+        taken(a),
+        not_taken,
+        taken(a),
+    ];
+    inbox.handle_batch(&events).await.unwrap();
+
+    let mut applied = ids(&events);
+    applied.remove(6);
+    let written = ledger_rows(&t).await;
+    assert_eq!(ledger_ids(&t).await, applied, "each once, in order");
+    let txs: Vec<i64> = written.iter().map(|(_, tx)| *tx).collect();
+    assert_eq!(transactions(&written), 3, "one per run of a scope: {txs:?}");
+    assert!(txs[0] == txs[1] && txs[2] == txs[3] && txs[3] == txs[4] && txs[5] == txs[6]);
+    assert_eq!(claimed(&t).await, applied.iter().copied().collect());
+    assert_eq!(
+        ledger.committed(),
+        applied,
+        "each announced after its commit"
+    );
+}
+
+#[tokio::test]
+async fn a_batch_applies_the_events_not_claimed_and_skips_the_others() {
+    let t = TestDb::new().await;
+    let ledger = Ledger::create(&t).await;
+    let inbox = Inbox::new(t.db.clone(), ledger.clone());
+    let events: Vec<Envelope> = (0..4).map(|_| taken(None)).collect();
+    inbox.handle(&events[0]).await.unwrap();
+    inbox
+        .handle_batch(std::slice::from_ref(&events[2]))
+        .await
+        .unwrap();
+
+    // Already claimed (alone and in a batch), twice in the same batch, new.
+    let batch = [
+        events[0].clone(),
+        events[1].clone(),
+        events[2].clone(),
+        events[3].clone(),
+        events[1].clone(),
+    ];
+    inbox.handle_batch(&batch).await.unwrap();
+    inbox.handle_batch(&batch).await.unwrap();
+
+    let all = ids(&events);
+    assert_eq!(
+        ledger_ids(&t).await,
+        vec![all[0], all[2], all[1], all[3]],
+        "each once"
+    );
+    assert!(
+        all.iter().all(|id| ledger.tries(*id) == 1),
+        "never applied again"
+    );
+    assert_eq!(claimed(&t).await, all.iter().copied().collect());
+}
+
+#[tokio::test]
+async fn an_event_failing_in_a_batch_keeps_what_the_batch_applied_before_it() {
+    let t = TestDb::new().await;
+    let ledger = Ledger::create(&t).await;
+    let inbox = Inbox::new(t.db.clone(), ledger.clone());
+    let events: Vec<Envelope> = (0..6).map(|_| taken(None)).collect();
+    let all = ids(&events);
+    ledger.poison(all[3]);
+    assert!(inbox.handle_batch(&events).await.is_err());
+
+    // Committed without the refused event's write; it and those after it stay unclaimed.
+    assert_eq!(ledger_ids(&t).await, all[..3]);
+    assert_eq!(claimed(&t).await, all[..3].iter().copied().collect());
+    assert_eq!(ledger.committed(), all[..3]);
+    assert_eq!((ledger.tries(all[3]), ledger.tries(all[4])), (1, 0));
+
+    // Failing at its first event, a batch commits nothing.
+    let others: Vec<Envelope> = (0..2).map(|_| taken(None)).collect();
+    ledger.poison(others[0].id);
+    assert!(inbox.handle_batch(&others).await.is_err());
+    assert_eq!(ledger_ids(&t).await, all[..3]);
+    assert_eq!(claimed(&t).await.len(), 3);
+
+    ledger.cure();
+    inbox.handle_batch(&events).await.unwrap();
+    assert_eq!(ledger_ids(&t).await, all, "the rest applied once, in order");
+    assert_eq!(ledger.committed(), all);
+    assert_eq!(
+        ledger.tries(all[0]),
+        1,
+        "what was committed is not applied again"
+    );
+}
+
+#[tokio::test]
+async fn a_burst_with_a_failing_event_applies_the_rest_once_and_dead_letters_it() {
+    let t = TestDb::new().await;
+    let policy = crate::outbox::POLICY;
+    let broker = durable(&t, policy).await;
+    let ledger = Ledger::create(&t).await;
+    broker
+        .subscribe(Inbox::subscription(t.db.clone(), ledger.clone()))
+        .await
+        .unwrap();
+    let events: Vec<Envelope> = (0..20).map(|_| taken(None)).collect();
+    let bad = events[5].id;
+    ledger.poison(bad);
+    broker.publish(&events).await.unwrap();
+
+    assert!(
+        eventually(10, || async {
+            broker.dead_letters(Some(LEDGER)).await.unwrap().len() == 1
+        })
+        .await,
+        "the failing event is dead-lettered"
+    );
+    let letters = broker.dead_letters(Some(LEDGER)).await.unwrap();
+    assert_eq!(letters[0].event.as_ref().map(|e| e.id), Some(bad));
+    assert_eq!(letters[0].attempts, policy.max_attempts);
+    assert_eq!(
+        letters[0].reason.as_deref(),
+        Some(format!("poisoned {bad}").as_str())
+    );
+    assert_eq!(
+        ledger.tries(bad),
+        policy.max_attempts as usize + 1,
+        "the batch's try, then each attempt of its own"
+    );
+
+    let good: Vec<EventId> = ids(&events).into_iter().filter(|id| *id != bad).collect();
+    assert!(eventually(5, || async { ledger_ids(&t).await.len() == good.len() }).await);
+    let written = ledger_rows(&t).await;
+    assert_eq!(ledger_ids(&t).await, good, "the others once each, in order");
+    assert!(good.iter().all(|id| ledger.tries(*id) == 1));
+    assert_eq!(claimed(&t).await, good.iter().copied().collect());
+    assert!(
+        transactions(&written) < good.len(),
+        "the events before the failing one were applied together"
+    );
+    assert!(
+        eventually(5, || async { rows(&t, LEDGER).await == 1 }).await,
+        "only the dead letter is left"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_event_in_a_burst_is_dead_lettered_and_the_rest_applied_in_order() {
+    let t = TestDb::new().await;
+    let policy = crate::outbox::POLICY;
+    let broker = durable(&t, policy).await;
+    let ledger = Ledger::create(&t).await;
+    broker
+        .subscribe(Inbox::subscription(t.db.clone(), ledger.clone()))
+        .await
+        .unwrap();
+    let malformed = Envelope::new(
+        Kind::UserUpdated.as_str(),
+        None,
+        None,
+        serde_json::json!({"nonsense": true}),
+    );
+    let events = vec![
+        taken(None),
+        taken(None),
+        malformed.clone(),
+        taken(None),
+        taken(None),
+    ];
+    broker.publish(&events).await.unwrap();
+
+    assert!(
+        eventually(10, || async {
+            broker.dead_letters(Some(LEDGER)).await.unwrap().len() == 1
+        })
+        .await
+    );
+    let letters = broker.dead_letters(Some(LEDGER)).await.unwrap();
+    assert_eq!(letters[0].event.as_ref().map(|e| e.id), Some(malformed.id));
+    assert_eq!(letters[0].attempts, policy.max_attempts);
+    let good: Vec<EventId> = ids(&events)
+        .into_iter()
+        .filter(|id| *id != malformed.id)
+        .collect();
+    assert!(eventually(5, || async { ledger_ids(&t).await == good }).await);
+    assert!(good.iter().all(|id| ledger.tries(*id) == 1));
 }

@@ -404,3 +404,68 @@ async fn relay_backs_off_during_an_outage_however_often_it_is_rung() {
     );
     relay.stop().await;
 }
+
+#[tokio::test]
+async fn a_burst_is_applied_in_batches_in_order_and_its_failing_event_dead_lettered() {
+    use crate::broker::{LEDGER, Ledger, claimed, ledger_ids, ledger_rows, taken, transactions};
+    for (name, broker) in brokers() {
+        let t = TestDb::new().await;
+        let ledger = Ledger::create(&t).await;
+        broker
+            .subscribe(inbox::Inbox::subscription(t.db.clone(), ledger.clone()))
+            .await
+            .unwrap();
+        // More than a transaction's run and than a batch; the first event is held until the
+        // whole burst is queued, so the rest cannot trickle in one by one.
+        let events: Vec<Envelope> = (0..300).map(|_| taken(None)).collect();
+        let bad = events[200].id;
+        ledger.poison(bad);
+        *ledger.gate.lock().unwrap() = Some(events[0].id);
+        broker.publish(&events).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        *ledger.gate.lock().unwrap() = None;
+
+        let good: Vec<EventId> = events
+            .iter()
+            .map(|e| e.id)
+            .filter(|id| *id != bad)
+            .collect();
+        assert!(
+            eventually(30, || async {
+                ledger_ids(&t).await.len() >= good.len()
+                    && broker.dead_letters(Some(LEDGER)).await.unwrap().len() == 1
+            })
+            .await,
+            "{name}: applied and dead-lettered"
+        );
+        let written = ledger_rows(&t).await;
+        assert_eq!(ledger_ids(&t).await, good, "{name}: once each, in order");
+        assert!(
+            good.iter().all(|id| ledger.tries(*id) == 1),
+            "{name}: nothing applied twice"
+        );
+        assert_eq!(claimed(&t).await, good.iter().copied().collect(), "{name}");
+        assert!(
+            transactions(&written) < good.len() / 2,
+            "{name}: {} transactions for {} events",
+            transactions(&written),
+            good.len()
+        );
+        println!(
+            "{name}: {} events in {} transactions",
+            good.len(),
+            transactions(&written)
+        );
+        let letters = broker.dead_letters(Some(LEDGER)).await.unwrap();
+        assert_eq!(letters[0].event.as_ref().map(|e| e.id), Some(bad), "{name}");
+        assert_eq!(letters[0].attempts, POLICY.max_attempts, "{name}");
+        // Its try in the batch counts no attempt.
+        let tries = ledger.tries(bad);
+        assert!(
+            tries == POLICY.max_attempts as usize + 1
+                || (name == "rabbitmq" && tries == POLICY.max_attempts as usize),
+            "{name}: {tries} tries"
+        );
+        println!("{name}: the failing event was tried {tries} times");
+    }
+}

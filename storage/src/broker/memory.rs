@@ -26,6 +26,9 @@ const POLL: Duration = Duration::from_secs(1);
 const TAKE_UP_BATCH: i64 = 500;
 /// Handled deliveries forgotten per statement.
 const DELETE_BATCH: usize = 1_000;
+/// Queued messages a consumer hands its handler at once. A batch only forms from what queued
+/// up while the previous one was handled, so a quiet consumer still takes each event at once.
+const BATCH: usize = 256;
 
 /// The in-process broker. Its tasks (consumers, and for a durable bus the owner lock, the
 /// poller and the deleter) stop when the last clone is dropped, like a process dying.
@@ -324,41 +327,119 @@ impl Broker for MemoryBroker {
     }
 }
 
-/// One consumer: its events one at a time, in order; failures retried from memory on the
-/// schedule the table records.
+/// One consumer: its events in order, what queued up meanwhile as one batch; failures
+/// retried from memory on the schedule the table records.
 async fn consume(
     bus: Arc<Bus>,
     subscription: Subscription,
     sender: mpsc::UnboundedSender<Pending>,
     mut receiver: mpsc::UnboundedReceiver<Pending>,
 ) {
-    let consumer = subscription.consumer.as_str();
-    let policy = bus.policy;
-    while let Some(pending) = receiver.recv().await {
-        let error = match subscription.handler.handle(&pending.event).await {
+    let consumer = Consumer {
+        bus,
+        subscription,
+        sender,
+    };
+    while let Some(first) = receiver.recv().await {
+        let (batch, retried) = gather(first, &mut receiver);
+        consumer.handle_batch(batch).await;
+        if let Some(pending) = retried {
+            consumer.handle_one(pending).await;
+        }
+    }
+}
+
+/// `first` and the first attempts queued behind it, up to BATCH. A retried message is
+/// returned apart, to be handled alone after the batch: its attempts are counted one by one.
+fn gather(
+    first: Pending,
+    receiver: &mut mpsc::UnboundedReceiver<Pending>,
+) -> (Vec<Pending>, Option<Pending>) {
+    if first.attempt > 1 {
+        return (Vec::new(), Some(first));
+    }
+    let mut batch = vec![first];
+    while batch.len() < BATCH {
+        match receiver.try_recv() {
+            Ok(pending) if pending.attempt > 1 => return (batch, Some(pending)),
+            Ok(pending) => batch.push(pending),
+            Err(_) => break,
+        }
+    }
+    (batch, None)
+}
+
+/// A consumer's handler and the way back into its queue.
+struct Consumer {
+    bus: Arc<Bus>,
+    subscription: Subscription,
+    sender: mpsc::UnboundedSender<Pending>,
+}
+
+impl Consumer {
+    /// Hands `batch` to the handler at once; if that fails, each message goes its own way.
+    async fn handle_batch(&self, batch: Vec<Pending>) {
+        if batch.len() < 2 {
+            // Alone, a message is tried once per attempt, exactly as before batching.
+            for pending in batch {
+                self.handle_one(pending).await;
+            }
+            return;
+        }
+        let (events, tickets): (Vec<Envelope>, Vec<(u32, Option<Uuid>)>) = batch
+            .into_iter()
+            .map(|p| (p.event, (p.attempt, p.row)))
+            .unzip();
+        let result = self.subscription.handler.handle_batch(&events).await;
+        let count = events.len();
+        let batch = events
+            .into_iter()
+            .zip(tickets)
+            .map(|(event, (attempt, row))| Pending {
+                event,
+                attempt,
+                row,
+            });
+        match result {
+            Ok(()) => batch.for_each(|pending| self.bus.done(&pending)),
+            Err(error) => {
+                tracing::debug!(consumer = %self.subscription.consumer, count, %error, "batch failed; handling its messages one by one");
+                for pending in batch {
+                    self.handle_one(pending).await;
+                }
+            }
+        }
+    }
+
+    /// One message: handled, or retried with backoff, or rescheduled during an outage, or
+    /// dead-lettered after its last attempt.
+    async fn handle_one(&self, pending: Pending) {
+        let (bus, consumer) = (&self.bus, self.subscription.consumer.as_str());
+        let policy = bus.policy;
+        let error = match self.subscription.handler.handle(&pending.event).await {
             Ok(()) => {
                 bus.done(&pending);
-                continue;
+                return;
             }
             Err(error) => error,
         };
         if super::is_outage(&error) {
             let delay = super::outage_delay(policy.base_delay);
             tracing::warn!(consumer, event_id = %pending.event.id, %error, retry_in_ms = delay.as_millis() as u64, "backing service down; will retry without counting an attempt");
-            send_later(&sender, pending, delay);
-            continue;
+            send_later(&self.sender, pending, delay);
+            return;
         }
         if pending.attempt >= policy.max_attempts {
             tracing::error!(consumer, event_id = %pending.event.id, attempts = pending.attempt, %error, "handler gave up; message dead-lettered");
             bus.park(consumer, pending, &error).await;
-            continue;
+            return;
         }
         let delay = retry_delay(policy.base_delay, pending.attempt);
         tracing::warn!(consumer, event_id = %pending.event.id, attempt = pending.attempt, %error, retry_in_ms = delay.as_millis() as u64, "handler failed; will retry");
         bus.reschedule(consumer, &pending, delay, &error.to_string())
             .await;
         send_later(
-            &sender,
+            &self.sender,
             Pending {
                 attempt: pending.attempt + 1,
                 ..pending

@@ -26,6 +26,19 @@ pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 pub trait Handler: Send + Sync + 'static {
     /// Applies one event. Must be idempotent: the same event can arrive twice.
     async fn handle(&self, event: &Envelope) -> Result<(), HandlerError>;
+
+    /// Applies events that queued up together, in order. `Ok` means every one of them is
+    /// applied. On `Err` the broker hands each of them to `handle` in turn, with the retries,
+    /// outage handling and dead-lettering of a single message; since handlers are idempotent,
+    /// what the batch did apply is harmless to see again. The batch's try counts as no
+    /// attempt of any message. Handlers that can apply several events for the price of one
+    /// (one transaction, one commit) override it; by default each is handled in turn.
+    async fn handle_batch(&self, events: &[Envelope]) -> Result<(), HandlerError> {
+        for event in events {
+            self.handle(event).await?;
+        }
+        Ok(())
+    }
 }
 
 /// A named consumer, its topic patterns and its handler.
@@ -81,7 +94,8 @@ pub trait Broker: Send + Sync + 'static {
     /// Publishes a batch in order; returns once the broker has confirmed every event.
     async fn publish(&self, events: &[Envelope]) -> Result<(), PublishError>;
 
-    /// Starts consuming; events are handled one at a time per consumer, in order.
+    /// Starts consuming; each consumer handles its events in order, those that queued up
+    /// meanwhile as one batch (`Handler::handle_batch`).
     async fn subscribe(&self, subscription: Subscription) -> Result<(), BrokerError>;
 
     /// Whether the broker can take events now.
