@@ -1,4 +1,7 @@
-//! Shared pieces of the benchmarks: a closed-loop load runner and latency figures.
+//! Shared pieces of the benchmarks: closed-loop and open-loop load runners and latency figures;
+//! `sale` holds what the sale benchmarks (`cluster`, `outside`) share.
+
+pub mod sale;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -86,7 +89,45 @@ where
             failed += f;
         }
     }
-    let elapsed = started.elapsed();
+    figures(samples, failed, started.elapsed())
+}
+
+/// Starts call `i` at `i / rate` seconds after the start whether or not earlier calls have
+/// answered, at most `cap` at once. Latency counts from the scheduled start, also for a call
+/// held back by the cap: a server that falls behind shows its queue in the percentiles instead
+/// of slowing the sender down (which a closed loop does, hiding the wait).
+pub async fn open_loop<F, Fut>(total: usize, rate: f64, cap: usize, call: F) -> Figures
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = bool> + Send + 'static,
+{
+    let call = Arc::new(call);
+    let slots = Arc::new(tokio::sync::Semaphore::new(cap));
+    let started = tokio::time::Instant::now();
+    let mut sends = Vec::with_capacity(total);
+    for i in 0..total {
+        let scheduled = started + Duration::from_secs_f64(i as f64 / rate);
+        tokio::time::sleep_until(scheduled).await;
+        let call = call.clone();
+        let slots = slots.clone();
+        sends.push(tokio::spawn(async move {
+            let _slot = slots.acquire_owned().await.ok()?;
+            call(i).await.then(|| scheduled.elapsed())
+        }));
+    }
+    let mut samples = Vec::with_capacity(total);
+    let mut failed = 0;
+    for send in sends {
+        match send.await {
+            Ok(Some(latency)) => samples.push(latency),
+            _ => failed += 1,
+        }
+    }
+    figures(samples, failed, started.elapsed())
+}
+
+/// Percentiles of the successful calls' latencies.
+fn figures(mut samples: Vec<Duration>, failed: usize, elapsed: Duration) -> Figures {
     samples.sort();
     let pick = |q: f64| {
         samples

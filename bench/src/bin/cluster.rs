@@ -1,42 +1,41 @@
 //! Many events on sale at once, on one events node and on three (separate `bilet serve`
-//! processes on this machine, a gateway in front, RabbitMQ between them): registrations per
-//! second, latency, oversold and lost; then, on three nodes, the failover time after a kill -9
-//! of the owner of an event.
+//! processes on this machine, a gateway in front, RabbitMQ between them), each ticket type sold
+//! out by more requests than it has seats: registrations per second, latency, oversold, not sold
+//! out and lost, CPU per registration of each kind of process; then, on three nodes, the
+//! failover time after a kill -9 of the owner of an event.
 //!
 //! `cargo build --release --bin bilet -p bench --bin cluster && target/release/cluster`
 //! (DATABASE_URL: an owner connection; the database `bilet_bench_cluster` is recreated for
-//! each run). EVENTS, REQUESTS, CONCURRENCY and NODES (`1,3`) tune it; BILET_BIN names the
-//! `bilet` binary.
+//! each run). EVENTS, REQUESTS, SEATS_PER_EVENT, CONCURRENCY, RATE, NODES (`1,3`) and
+//! CPU_QUOTA (each events node's share of a core, through a cgroup v1 cpu cgroup) tune it;
+//! BILET_BIN names the `bilet` binary.
 
 use anyhow::Context;
-use bench::run;
-use chrono::Utc;
+use bench::sale::{
+    Audit, SECRET, SERVICE_SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second,
+    cpu_ticks, env_or, free_port, fresh_database, id_of, postgres_ticks, ready, sales, serve,
+    token,
+};
+use bench::{open_loop, run};
 use domain::cluster::shard_of;
-use domain::ids::{TenantId, UserId};
-use domain::roles::Role;
+use domain::ids::UserId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::process::Child;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-const SECRET: &str = "bench-secret-bench-secret-bench-secret";
+/// Open-loop requests in flight at most; beyond it the scheduled ones wait, their latency
+/// still counting. Each holds a connection: the file descriptor limit must be above it.
+const IN_FLIGHT: usize = 4096;
 
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+/// Where the cgroup v1 cpu controller is mounted: `CPU_QUOTA` needs it.
+const CPU_CGROUPS: &str = "/sys/fs/cgroup/cpu";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(18_000)
-}
+/// Microseconds of a CFS period: the quota is a fraction of it.
+const CFS_PERIOD_US: u64 = 100_000;
 
 /// A gateway and `n` events nodes as processes.
 struct Processes {
@@ -44,10 +43,20 @@ struct Processes {
     nodes: BTreeMap<String, (String, Child)>,
     file: PathBuf,
     bin: PathBuf,
+    /// With `CPU_QUOTA`: each events node's share of a core.
+    quota: Option<f64>,
+    /// The cgroups made for the events nodes, removed once their processes are gone.
+    cgroups: Vec<PathBuf>,
 }
 
 impl Processes {
-    fn start(bin: &Path, db_url: &str, amqp: &str, n: usize) -> anyhow::Result<Processes> {
+    fn start(
+        bin: &Path,
+        db_url: &str,
+        amqp: &str,
+        n: usize,
+        quota: Option<f64>,
+    ) -> anyhow::Result<Processes> {
         let dir =
             std::env::temp_dir().join(format!("bilet-bench-cluster-{}", Uuid::now_v7().simple()));
         std::fs::create_dir_all(&dir)?;
@@ -80,7 +89,7 @@ url = "{amqp}"
 exchange = "bilet.bench-{exchange}"
 [auth]
 jwt_secret = "{SECRET}"
-service_secret = "bench-service-secret-bench-service-secret"
+service_secret = "{SERVICE_SECRET}"
 [gateway]
 user_per_minute = 4000000000
 public_per_minute = 4000000000
@@ -106,28 +115,61 @@ services = ["gateway"]
             nodes: BTreeMap::new(),
             file,
             bin: bin.to_path_buf(),
+            quota,
+            cgroups: Vec::new(),
         };
-        let gateway = processes.spawn("gateway")?;
+        // The gateway (and PostgreSQL) stay uncapped: only the events nodes get a quota.
+        let gateway = serve(&processes.bin, &processes.file, "gateway")?;
         processes
             .nodes
             .insert("gateway".into(), (processes.gateway.clone(), gateway));
         for (name, url) in urls {
-            let child = processes.spawn(&name)?;
-            processes.nodes.insert(name, (url, child));
+            let cgroup = match processes.quota {
+                Some(quota) => Some(processes.cgroup(&name, quota)?),
+                None => None,
+            };
+            let child = serve(&processes.bin, &processes.file, &name)?;
+            let pid = child.id();
+            processes.nodes.insert(name.clone(), (url, child));
+            if let Some(cgroup) = cgroup {
+                // cgroup.procs moves every thread of the process; `tasks` would move only the
+                // one thread named, leaving any the runtime has already started uncapped.
+                std::fs::write(cgroup.join("cgroup.procs"), pid.to_string())
+                    .with_context(|| format!("put {name} (pid {pid}) into {}", cgroup.display()))?;
+            }
         }
         Ok(processes)
     }
 
-    fn spawn(&self, node: &str) -> anyhow::Result<Child> {
-        Command::new(&self.bin)
-            .args(["--config", self.file.to_str().unwrap_or_default(), "serve"])
-            .env("BILET_NODE", node)
-            .env_remove("DATABASE_URL")
-            .env_remove("BROKER_URL")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("start {} (set BILET_BIN)", self.bin.display()))
+    /// Makes (or reuses) the cgroup `bilet-bench-<node>` capped at `quota` of a core.
+    fn cgroup(&mut self, node: &str, quota: f64) -> anyhow::Result<PathBuf> {
+        let cgroup = Path::new(CPU_CGROUPS).join(format!("bilet-bench-{node}"));
+        std::fs::create_dir_all(&cgroup)
+            .with_context(|| format!("mkdir {} (CPU_QUOTA needs root)", cgroup.display()))?;
+        self.cgroups.push(cgroup.clone());
+        let quota_us = ((quota * CFS_PERIOD_US as f64).round() as u64).max(1_000);
+        for (file, value) in [
+            ("cpu.cfs_period_us", CFS_PERIOD_US),
+            ("cpu.cfs_quota_us", quota_us),
+        ] {
+            std::fs::write(cgroup.join(file), value.to_string())
+                .with_context(|| format!("write {value} to {}/{file}", cgroup.display()))?;
+        }
+        Ok(cgroup)
+    }
+
+    /// CPU ticks used so far by the gateway, and by the events nodes together.
+    fn ticks(&self) -> (u64, u64) {
+        let (mut gateway, mut nodes) = (0, 0);
+        for (name, (_, child)) in &self.nodes {
+            let ticks = cpu_ticks(&child.id().to_string()).unwrap_or(0);
+            if name == "gateway" {
+                gateway += ticks;
+            } else {
+                nodes += ticks;
+            }
+        }
+        (gateway, nodes)
     }
 
     fn kill(&mut self, node: &str) {
@@ -143,6 +185,77 @@ impl Drop for Processes {
         for (_, child) in self.nodes.values_mut() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+        // Every process of a cgroup has been waited for: it is empty and can go (rmdir; the
+        // kernel may take a moment to let go of an exited task).
+        for cgroup in self.cgroups.drain(..) {
+            let mut removed = std::fs::remove_dir(&cgroup);
+            for _ in 0..50 {
+                if removed.is_ok() || !cgroup.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                removed = std::fs::remove_dir(&cgroup);
+            }
+            if let Err(e) = removed
+                && cgroup.exists()
+            {
+                eprintln!("could not remove {}: {e}", cgroup.display());
+            }
+        }
+    }
+}
+
+/// The share of a core each events node may use, from `CPU_QUOTA`; refused without the cgroup
+/// v1 cpu controller (the benchmark mounts nothing).
+fn cpu_quota() -> anyhow::Result<Option<f64>> {
+    let Ok(text) = std::env::var("CPU_QUOTA") else {
+        return Ok(None);
+    };
+    let quota: f64 = text
+        .trim()
+        .parse()
+        .ok()
+        .filter(|q: &f64| q.is_finite() && *q > 0.0)
+        .with_context(|| {
+            format!("CPU_QUOTA must be a share of a core above 0 (e.g. 0.2), not `{text}`")
+        })?;
+    anyhow::ensure!(
+        Path::new(CPU_CGROUPS).join("cpu.cfs_quota_us").exists(),
+        "CPU_QUOTA needs the cgroup v1 cpu controller at {CPU_CGROUPS} (with cpu.cfs_quota_us), which this machine does not have; unset CPU_QUOTA or run where it is mounted"
+    );
+    Ok(Some(quota))
+}
+
+/// CPU ticks used by each kind of process.
+#[derive(Clone, Copy, Default)]
+struct Cpu {
+    gateway: u64,
+    nodes: u64,
+    postgres: u64,
+    generator: u64,
+}
+
+impl Cpu {
+    fn sample(processes: &Processes) -> Cpu {
+        let (gateway, nodes) = processes.ticks();
+        Cpu {
+            gateway,
+            nodes,
+            postgres: postgres_ticks(),
+            generator: cpu_ticks("self").unwrap_or(0),
+        }
+    }
+
+    /// The ticks used since `before`. A PostgreSQL process that exits in between takes its
+    /// ticks with it and is missed (saturating keeps the difference from going below zero);
+    /// the pools hold their connections for the whole run, so that is rare.
+    fn since(self, before: Cpu) -> Cpu {
+        Cpu {
+            gateway: self.gateway.saturating_sub(before.gateway),
+            nodes: self.nodes.saturating_sub(before.nodes),
+            postgres: self.postgres.saturating_sub(before.postgres),
+            generator: self.generator.saturating_sub(before.generator),
         }
     }
 }
@@ -167,68 +280,6 @@ async fn settled(db: &tokio_postgres::Client, n: i64) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     anyhow::bail!("the shards were not shared among {n} nodes within a minute")
-}
-
-fn token(user: UserId, tenant: Option<TenantId>, roles: Vec<Role>) -> anyhow::Result<String> {
-    Ok(http::tokens::Tokens::new(SECRET)
-        .issue(user, None, tenant, roles, None, 0, Utc::now())?
-        .token)
-}
-
-async fn post(
-    client: &reqwest::Client,
-    url: String,
-    token: &str,
-    body: serde_json::Value,
-) -> anyhow::Result<serde_json::Value> {
-    let r = client
-        .post(&url)
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await?;
-    let status = r.status();
-    let body: serde_json::Value = r.json().await.unwrap_or_default();
-    anyhow::ensure!(status.is_success(), "{url}: {status} {body}");
-    Ok(body)
-}
-
-/// Published events, each with one roomy free ticket type.
-async fn sales(
-    client: &reqwest::Client,
-    gateway: &str,
-    events: usize,
-    seats: usize,
-) -> anyhow::Result<Vec<(Uuid, Uuid)>> {
-    let organizer = token(UserId::new(), Some(TenantId::new()), vec![Role::Owner])?;
-    let starts = (Utc::now() + chrono::Duration::days(30)).to_rfc3339();
-    let mut sales = Vec::new();
-    for i in 0..events {
-        let event = post(
-            client,
-            format!("{gateway}/api/v1/events"),
-            &organizer,
-            serde_json::json!({"title": format!("Sale {i}"), "startsAt": starts}),
-        )
-        .await?;
-        let event: Uuid = event["id"].as_str().unwrap_or_default().parse()?;
-        let free = post(
-            client,
-            format!("{gateway}/api/v1/events/{event}/ticket-types"),
-            &organizer,
-            serde_json::json!({"name": "Free", "quantity": seats}),
-        )
-        .await?;
-        post(
-            client,
-            format!("{gateway}/api/v1/events/{event}/publish"),
-            &organizer,
-            serde_json::json!({}),
-        )
-        .await?;
-        sales.push((event, free["id"].as_str().unwrap_or_default().parse()?));
-    }
-    Ok(sales)
 }
 
 /// Retries a registration on `event` every 20 ms until one is created.
@@ -256,21 +307,66 @@ async fn until_registered(
     anyhow::bail!("no registration within a minute")
 }
 
+/// How the answers of a burst went.
+#[derive(Default)]
+struct Answers {
+    created: AtomicUsize,
+    sold_out: AtomicUsize,
+    errors: AtomicUsize,
+    /// The ids in the 201 answers, each to be found in the database afterwards.
+    ids: Mutex<Vec<Uuid>>,
+}
+
+impl Answers {
+    async fn created(&self, reply: reqwest::Response) {
+        self.created.fetch_add(1, Ordering::Relaxed);
+        let body: serde_json::Value = reply.json().await.unwrap_or_default();
+        // An answer without a readable id matches no row: the audit counts it lost.
+        if let Ok(id) = id_of(&body) {
+            self.keep(id);
+        }
+    }
+
+    fn keep(&self, id: Uuid) {
+        if let Ok(mut ids) = self.ids.lock() {
+            ids.push(id);
+        }
+    }
+
+    /// Every request beyond the seats should be told "sold out"; any other refusal is an error.
+    async fn refused(&self, reply: reqwest::Response) {
+        let status = reply.status();
+        let text = reply.text().await.unwrap_or_default();
+        let body: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if status.as_u16() == 422 && body["code"] == "sold_out" {
+            self.sold_out.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.error(&format!("{status} {text}"));
+        }
+    }
+
+    fn error(&self, what: &dyn std::fmt::Display) {
+        // The first few failures are shown: an error count alone says nothing.
+        if self.errors.fetch_add(1, Ordering::Relaxed) < 5 {
+            eprintln!("error: {what}");
+        }
+    }
+}
+
 /// What each request of the run needs; cheap to clone.
 #[derive(Clone)]
 struct Load {
     client: reqwest::Client,
     gateway: Arc<str>,
-    sales: Arc<Vec<(Uuid, Uuid)>>,
+    types: Arc<Vec<(Uuid, Uuid)>>,
     tokens: Arc<Vec<String>>,
-    created: Arc<AtomicUsize>,
-    errors: Arc<AtomicUsize>,
+    answers: Arc<Answers>,
 }
 
 impl Load {
-    /// Request `i`: a new person on the `i`-th event in turn.
+    /// Request `i`: a new person on the `i`-th event in turn; true when a seat was taken.
     async fn register(self, i: usize) -> bool {
-        let (event, ticket_type) = self.sales[i % self.sales.len()];
+        let (event, ticket_type) = self.types[i % self.types.len()];
         let reply = self
             .client
             .post(format!(
@@ -284,22 +380,55 @@ impl Load {
             .await;
         match reply {
             Ok(r) if r.status().as_u16() == 201 => {
-                self.created.fetch_add(1, Ordering::Relaxed);
+                self.answers.created(r).await;
                 true
             }
-            other => {
-                // The first few failures are shown: an error count alone says nothing.
-                if self.errors.fetch_add(1, Ordering::Relaxed) < 5 {
-                    match other {
-                        Ok(r) => eprintln!(
-                            "error: {} {}",
-                            r.status(),
-                            r.text().await.unwrap_or_default()
-                        ),
-                        Err(e) => eprintln!("error: {e}"),
-                    }
-                }
+            Ok(r) => {
+                self.answers.refused(r).await;
                 false
+            }
+            Err(e) => {
+                self.answers.error(&e);
+                false
+            }
+        }
+    }
+}
+
+/// How the burst's requests are sent.
+#[derive(Clone, Copy)]
+enum Loop {
+    /// This many workers, each sending its next request once the previous one is answered.
+    Closed(usize),
+    /// This many requests per second on a fixed schedule, answered or not.
+    Open(f64),
+}
+
+impl Loop {
+    fn label(self) -> String {
+        match self {
+            Loop::Closed(concurrency) => format!("closed-loop, {concurrency} concurrent"),
+            Loop::Open(rate) => {
+                format!("open-loop, {rate} requests/s scheduled, at most {IN_FLIGHT} in flight")
+            }
+        }
+    }
+
+    /// Connections the client keeps for reuse: as many as requests in flight.
+    fn connections(self) -> usize {
+        match self {
+            Loop::Closed(concurrency) => concurrency,
+            Loop::Open(_) => IN_FLIGHT,
+        }
+    }
+
+    async fn send(self, requests: usize, load: Load) -> bench::Figures {
+        match self {
+            Loop::Closed(concurrency) => {
+                run(requests, concurrency, move |i| load.clone().register(i)).await
+            }
+            Loop::Open(rate) => {
+                open_loop(requests, rate, IN_FLIGHT, move |i| load.clone().register(i)).await
             }
         }
     }
@@ -308,175 +437,232 @@ impl Load {
 struct Run {
     figures: bench::Figures,
     created: usize,
+    sold_out: usize,
     errors: usize,
-    rows: i64,
-    counted: i64,
-    oversold: i64,
+    audit: Audit,
+    cpu: Cpu,
     failover: Option<(String, usize, Duration)>,
 }
 
-async fn one(
-    bin: &Path,
-    admin_url: &str,
-    amqp: &str,
-    nodes: usize,
+const TABLE: &str = "| events nodes | successes/s | p50 ms | p95 ms | p99 ms | created | sold out | errors | rows | sold+reserved | seats | oversold | not sold out | miscounted | lost |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+
+const CPU_TABLE: &str = "| events nodes | gateway | events nodes | PostgreSQL | load generator | together |\n|---|---|---|---|---|---|";
+
+impl Run {
+    fn row(&self, nodes: usize) -> String {
+        let a = &self.audit;
+        format!(
+            "| {nodes} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            self.created as f64 / self.figures.elapsed.as_secs_f64(),
+            bench::ms(self.figures.p50),
+            bench::ms(self.figures.p95),
+            bench::ms(self.figures.p99),
+            self.created,
+            self.sold_out,
+            self.errors,
+            a.rows,
+            a.counted,
+            a.seats,
+            a.oversold,
+            a.not_sold_out,
+            a.miscounted,
+            a.lost,
+        )
+    }
+
+    /// Milliseconds of CPU per created registration.
+    fn cpu_row(&self, nodes: usize, ticks_per_second: f64) -> String {
+        let per =
+            |ticks: u64| ticks as f64 * 1000.0 / ticks_per_second / self.created.max(1) as f64;
+        let c = self.cpu;
+        format!(
+            "| {nodes} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            per(c.gateway),
+            per(c.nodes),
+            per(c.postgres),
+            per(c.generator),
+            per(c.gateway + c.nodes + c.postgres + c.generator),
+        )
+    }
+}
+
+/// What every run shares.
+struct Setup {
+    bin: PathBuf,
+    admin_url: String,
+    amqp: String,
     events: usize,
     requests: usize,
-    concurrency: usize,
-) -> anyhow::Result<Run> {
-    let (admin, connection) = tokio_postgres::connect(admin_url, tokio_postgres::NoTls).await?;
-    tokio::spawn(connection);
-    // Two statements: a multi-statement string runs as one transaction, which DROP DATABASE refuses.
-    admin
-        .batch_execute("DROP DATABASE IF EXISTS bilet_bench_cluster WITH (FORCE)")
-        .await?;
-    admin
-        .batch_execute("CREATE DATABASE bilet_bench_cluster")
-        .await?;
-    let db_url = match admin_url.rsplit_once('/') {
-        Some((base, _)) => format!("{base}/bilet_bench_cluster"),
-        None => anyhow::bail!("DATABASE_URL has no database"),
-    };
-    let mut processes = Processes::start(bin, &db_url, amqp, nodes)?;
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(concurrency)
-        .timeout(Duration::from_secs(30))
-        .build()?;
-    for _ in 0..600 {
-        if client
-            .get(format!("{}/health/ready", processes.gateway))
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let (db, connection) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls).await?;
-    tokio::spawn(connection);
-    settled(&db, nodes as i64).await?;
-    let seats = requests;
-    let sales = Arc::new(sales(&client, &processes.gateway, events, seats).await?);
-    let tokens: Arc<Vec<String>> = Arc::new(
-        (0..requests)
-            .map(|_| token(UserId::new(), None, vec![]))
-            .collect::<anyhow::Result<_>>()?,
-    );
-    let created = Arc::new(AtomicUsize::new(0));
-    let errors = Arc::new(AtomicUsize::new(0));
+    seats: usize,
+    /// With `CPU_QUOTA`: each events node's share of a core.
+    cpu_quota: Option<f64>,
+}
+
+/// Kills the owner of the first event; returns it, how many events it owned and the time until
+/// the first event took a registration again.
+async fn failover(
+    db: &tokio_postgres::Client,
+    processes: &mut Processes,
+    client: &reqwest::Client,
+    sales: &Sales,
+) -> anyhow::Result<(String, usize, Duration)> {
+    let event = sales.types[0].0;
+    // The owner of the first event dies; its events wait for the lease to run out.
+    let owner: String = db
+        .query_one(
+            "SELECT m.node FROM event_service.shard_leases l JOIN event_service.members m ON m.node = l.owner WHERE l.shard = $1",
+            &[&shard_of(event).as_i16()],
+        )
+        .await?
+        .get(0);
+    let name = owner
+        .rsplit_once('-')
+        .map(|(n, _)| n.to_string())
+        .unwrap_or(owner.clone());
+    let affected = db
+        .query("SELECT e.id FROM event_service.events e JOIN event_service.shard_leases l ON l.shard = e.shard WHERE l.owner = $1", &[&owner])
+        .await?
+        .len();
+    processes.kill(&name);
+    let killed = Instant::now();
+    let spare = sales.spare.context("no spare ticket type")?;
+    until_registered(client, &processes.gateway, event, spare).await?;
+    Ok((name, affected, killed.elapsed()))
+}
+
+/// Sends the requests, each a new person; returns the figures, the answers and the CPU used
+/// meanwhile (the tokens are signed before, so their cost is not the burst's).
+async fn burst(
+    setup: &Setup,
+    mode: Loop,
+    processes: &Processes,
+    client: &reqwest::Client,
+    sales: &Sales,
+) -> anyhow::Result<(bench::Figures, Arc<Answers>, Cpu)> {
+    let tokens: Vec<String> = (0..setup.requests)
+        .map(|_| token(UserId::new(), None, vec![]))
+        .collect::<anyhow::Result<_>>()?;
+    let answers = Arc::new(Answers::default());
     let load = Load {
         client: client.clone(),
         gateway: processes.gateway.clone().into(),
-        sales: sales.clone(),
-        tokens,
-        created: created.clone(),
-        errors: errors.clone(),
+        types: Arc::new(sales.types.clone()),
+        tokens: Arc::new(tokens),
+        answers: answers.clone(),
     };
-    let figures = run(requests, concurrency, move |i| load.clone().register(i)).await;
-    let ids: Vec<Uuid> = sales.iter().map(|(e, _)| *e).collect();
-    let row = db
-        .query_one(
-            "SELECT (SELECT count(*) FROM event_service.registrations WHERE event_id = ANY($1)),
-                    (SELECT COALESCE(sum(sold_count), 0)::int8 FROM event_service.ticket_types WHERE event_id = ANY($1)),
-                    (SELECT COALESCE(sum(GREATEST(0, (SELECT count(*) FROM event_service.registrations r
-                         WHERE r.ticket_type_id = t.id) - t.quantity)), 0)::int8
-                     FROM event_service.ticket_types t WHERE t.event_id = ANY($1))",
-            &[&ids],
-        )
-        .await?;
-    let failover = if nodes > 1 {
-        // The owner of the first event dies; its events wait for the lease to run out.
-        let owner: String = db
-            .query_one(
-                "SELECT m.node FROM event_service.shard_leases l JOIN event_service.members m ON m.node = l.owner WHERE l.shard = $1",
-                &[&shard_of(sales[0].0).as_i16()],
-            )
-            .await?
-            .get(0);
-        let name = owner
-            .rsplit_once('-')
-            .map(|(n, _)| n.to_string())
-            .unwrap_or(owner.clone());
-        let affected = {
-            let rows = db
-                .query("SELECT e.id FROM event_service.events e JOIN event_service.shard_leases l ON l.shard = e.shard WHERE l.owner = $1", &[&owner])
-                .await?;
-            rows.len()
-        };
-        processes.kill(&name);
-        let killed = Instant::now();
-        until_registered(&client, &processes.gateway, sales[0].0, sales[0].1).await?;
-        Some((name, affected, killed.elapsed()))
-    } else {
-        None
+    let before = Cpu::sample(processes);
+    let figures = mode.send(setup.requests, load).await;
+    let cpu = Cpu::sample(processes).since(before);
+    Ok((figures, answers, cpu))
+}
+
+async fn one(setup: &Setup, nodes: usize, mode: Loop) -> anyhow::Result<Run> {
+    let db_url = fresh_database(&setup.admin_url, "bilet_bench_cluster").await?;
+    let mut processes = Processes::start(&setup.bin, &db_url, &setup.amqp, nodes, setup.cpu_quota)?;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(mode.connections())
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    ready(&client, &processes.gateway).await?;
+    let (db, connection) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    settled(&db, nodes as i64).await?;
+    let sales = sales(&client, &processes.gateway, setup.events, setup.seats, true).await?;
+    let (figures, answers, cpu) = burst(setup, mode, &processes, &client, &sales).await?;
+    let created = answers.created.load(Ordering::Relaxed);
+    let ids = answers
+        .ids
+        .lock()
+        .map(|ids| ids.clone())
+        .unwrap_or_default();
+    let audit = audit(&db, &sales.type_ids(), created, &ids).await?;
+    // One failover a cluster size is enough: it is timed after the closed-loop burst only.
+    let failover = match mode {
+        Loop::Closed(_) if nodes > 1 => Some(failover(&db, &mut processes, &client, &sales).await?),
+        _ => None,
     };
     drop(processes);
     Ok(Run {
         figures,
-        created: created.load(Ordering::Relaxed),
-        errors: errors.load(Ordering::Relaxed),
-        rows: row.get(0),
-        counted: row.get(1),
-        oversold: row.get(2),
+        created,
+        sold_out: answers.sold_out.load(Ordering::Relaxed),
+        errors: answers.errors.load(Ordering::Relaxed),
+        audit,
+        cpu,
         failover,
+    })
+}
+
+fn setup() -> anyhow::Result<Setup> {
+    let events = env_or("EVENTS", 64);
+    let requests = env_or("REQUESTS", 20_000);
+    anyhow::ensure!(
+        events > 0 && requests >= events,
+        "REQUESTS must be at least EVENTS"
+    );
+    // Round-robin: each event gets at least this many requests, some one more.
+    let per_event = requests / events;
+    let seats = env_or("SEATS_PER_EVENT", per_event * 3 / 4);
+    anyhow::ensure!(
+        seats >= 1 && seats < per_event,
+        "SEATS_PER_EVENT must be from 1 to {} (below the {per_event} requests each event gets): every type is to be sold out",
+        per_event.saturating_sub(1)
+    );
+    Ok(Setup {
+        bin: bilet_bin()?,
+        admin_url: admin_url(),
+        amqp: std::env::var("BROKER_URL")
+            .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),
+        events,
+        requests,
+        seats,
+        cpu_quota: cpu_quota()?,
     })
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let events = env_or("EVENTS", 64);
-    let requests = env_or("REQUESTS", 20_000);
+    let setup = setup()?;
     let concurrency = env_or("CONCURRENCY", 256);
-    let admin_url = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let amqp = std::env::var("BROKER_URL")
-        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
-    let bin = match std::env::var("BILET_BIN") {
-        Ok(bin) => PathBuf::from(bin),
-        Err(_) => std::env::current_exe()?
-            .parent()
-            .map(|d| d.join("bilet"))
-            .context("no directory of the benchmark")?,
-    };
-    println!(
-        "cluster: {requests} registrations spread over {events} events on sale at once, {concurrency} concurrent, through one gateway; events nodes are separate processes on this machine\n"
-    );
-    println!(
-        "| events nodes | successes/s | p50 ms | p95 ms | p99 ms | created | errors | rows | sold_count | oversold | lost |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    let mut failovers = Vec::new();
+    // RATE=<requests per second> adds an open-loop run after the closed-loop one.
+    let rate = std::env::var("RATE")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|rate| *rate > 0.0);
     // NODES=1 (or 1,3): which cluster sizes to run.
     let sizes: Vec<usize> = std::env::var("NODES")
         .ok()
         .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![1, 3]);
-    for nodes in sizes {
-        let r = one(
-            &bin,
-            &admin_url,
-            &amqp,
-            nodes,
-            events,
-            requests,
-            concurrency,
-        )
-        .await?;
-        let per_second = r.created as f64 / r.figures.elapsed.as_secs_f64();
-        let oversold = r.oversold;
-        let lost = (r.created as i64 - r.rows).abs() + (r.counted - r.rows).abs();
+    let ticks_per_second = clock_ticks_per_second();
+    println!(
+        "cluster: {} registrations spread round-robin over {} events on sale at once, {} seats each (every type sells out), through one gateway; events nodes are separate processes on this machine",
+        setup.requests, setup.events, setup.seats
+    );
+    if let Some(quota) = setup.cpu_quota {
         println!(
-            "| {nodes} | {per_second:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {oversold} | {lost} |",
-            bench::ms(r.figures.p50),
-            bench::ms(r.figures.p95),
-            bench::ms(r.figures.p99),
-            r.created,
-            r.errors,
-            r.rows,
-            r.counted,
+            "each events node capped at {quota} of a core (cgroup v1 cpu, {CPU_CGROUPS}/bilet-bench-<node>); the gateway and PostgreSQL uncapped"
         );
-        failovers.extend(r.failover);
+    }
+    let mut failovers = Vec::new();
+    let mut faults = 0;
+    for mode in std::iter::once(Loop::Closed(concurrency)).chain(rate.map(Loop::Open)) {
+        println!("\n{}:\n\n{TABLE}", mode.label());
+        let mut cpu = Vec::new();
+        for &nodes in &sizes {
+            let r = one(&setup, nodes, mode).await?;
+            println!("{}", r.row(nodes));
+            cpu.push(r.cpu_row(nodes, ticks_per_second));
+            faults += r.audit.faults();
+            failovers.extend(r.failover);
+        }
+        println!(
+            "\nCPU ms per created registration, {}:\n\n{CPU_TABLE}",
+            mode.label()
+        );
+        for row in cpu {
+            println!("{row}");
+        }
     }
     for (node, affected, took) in failovers {
         println!(
@@ -484,5 +670,9 @@ async fn main() -> anyhow::Result<()> {
             bench::ms(took)
         );
     }
+    anyhow::ensure!(
+        faults == 0,
+        "not every ticket type was sold exactly out with every registration answered: see oversold, not sold out, miscounted and lost"
+    );
     Ok(())
 }

@@ -1,0 +1,411 @@
+//! Registrations from an outside load generator: wrk, with `bench/wrk/register.lua` and a file
+//! of pre-signed requests, against one `bilet serve` process running every service (gateway,
+//! identity, events, notifications, media, analytics; in-process broker). Every ticket type is
+//! sold out by more requests than it has seats; prints successes per second, wrk's latency
+//! percentiles, oversold, not sold out, lost and CPU per registration of bilet and PostgreSQL.
+//!
+//! `cargo build --release -p bilet --bin bilet -p bench --bin outside && target/release/outside`
+//! (DATABASE_URL: an owner connection; the database `bilet_bench_outside` is recreated). EVENTS,
+//! REQUESTS, SEATS, CONNECTIONS, DURATION, THREADS and TIMEOUT tune it; BILET_BIN, WRK and
+//! WRK_SCRIPT name the programs.
+
+use anyhow::Context;
+use bench::sale::{
+    SECRET, SERVICE_SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks,
+    env_or, free_port, fresh_database, postgres_ticks, ready, sales, serve, token,
+};
+use domain::config::Service;
+use domain::ids::UserId;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use uuid::Uuid;
+
+const DATABASE: &str = "bilet_bench_outside";
+
+/// The one node of the cluster.toml, running every service.
+const NODE: &str = "all";
+
+/// What the script prints when one of its threads has had all its answers.
+const THREAD_DONE: &str = "register-thread-done ";
+
+/// What the script's `done` prints before its figures, as JSON.
+const RESULT: &str = "register-result ";
+
+/// What one run is made of.
+struct Setup {
+    bin: PathBuf,
+    wrk: String,
+    script: PathBuf,
+    admin_url: String,
+    events: usize,
+    requests: usize,
+    seats: usize,
+    threads: usize,
+    connections: usize,
+    duration: usize,
+    timeout: usize,
+}
+
+fn setup() -> anyhow::Result<Setup> {
+    let events = env_or("EVENTS", 1);
+    let requests = env_or("REQUESTS", 40_000);
+    anyhow::ensure!(
+        events > 0 && requests >= events,
+        "REQUESTS must be at least EVENTS"
+    );
+    // Round-robin: each event gets at least this many requests, some one more.
+    let per_event = requests / events;
+    let seats = env_or("SEATS", per_event * 3 / 4);
+    anyhow::ensure!(
+        seats >= 1 && seats < per_event,
+        "SEATS must be from 1 to {} (below the {per_event} requests each event gets): every type is to be sold out",
+        per_event.saturating_sub(1)
+    );
+    let threads = env_or("THREADS", 2);
+    let connections = env_or("CONNECTIONS", 256);
+    anyhow::ensure!(
+        threads >= 1 && connections >= threads && requests >= threads,
+        "THREADS must be at least 1 and at most CONNECTIONS and REQUESTS"
+    );
+    Ok(Setup {
+        bin: bilet_bin()?,
+        wrk: std::env::var("WRK").unwrap_or_else(|_| "wrk".into()),
+        script: std::env::var("WRK_SCRIPT")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("wrk/register.lua")),
+        admin_url: admin_url(),
+        events,
+        requests,
+        seats,
+        threads,
+        connections,
+        duration: env_or("DURATION", 120),
+        timeout: env_or("TIMEOUT", 10),
+    })
+}
+
+/// One `bilet serve` running every service, its cluster.toml and data in a directory of its
+/// own; killed, and the directory removed, when dropped.
+struct Node {
+    child: Child,
+    gateway: String,
+    file: PathBuf,
+    dir: PathBuf,
+}
+
+impl Node {
+    fn start(bin: &Path, db_url: &str) -> anyhow::Result<Node> {
+        let dir =
+            std::env::temp_dir().join(format!("bilet-bench-outside-{}", Uuid::now_v7().simple()));
+        std::fs::create_dir_all(dir.join("data"))?;
+        let mut addresses = String::new();
+        let mut gateway = String::new();
+        for service in Service::ALL {
+            let port = free_port();
+            let url = format!("http://127.0.0.1:{port}");
+            addresses.push_str(&format!(
+                "[services.{}]\nlisten = \"127.0.0.1:{port}\"\nurl = \"{url}\"\n",
+                service.name()
+            ));
+            if service == Service::Gateway {
+                gateway = url;
+            }
+        }
+        let services = Service::ALL
+            .iter()
+            .map(|s| format!("\"{}\"", s.name()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let file = dir.join("cluster.toml");
+        std::fs::write(
+            &file,
+            format!(
+                r#"
+data_dir = "{data}"
+node = "{NODE}"
+[log]
+filter = "error"
+[database]
+url = "{db_url}"
+pool_size = 48
+[broker]
+url = "memory"
+[auth]
+jwt_secret = "{SECRET}"
+service_secret = "{SERVICE_SECRET}"
+[gateway]
+user_per_minute = 4000000000
+public_per_minute = 4000000000
+{addresses}
+[[nodes]]
+name = "{NODE}"
+services = [{services}]
+"#,
+                data = dir.join("data").display(),
+            ),
+        )?;
+        let child = serve(bin, &file, NODE)?;
+        Ok(Node {
+            child,
+            gateway,
+            file,
+            dir,
+        })
+    }
+
+    /// Waits for the gateway's readiness; if the process died meanwhile, says so.
+    async fn ready(&mut self, client: &reqwest::Client) -> anyhow::Result<()> {
+        let ready = ready(client, &self.gateway).await;
+        if let Ok(Some(status)) = self.child.try_wait() {
+            anyhow::bail!(
+                "`bilet serve` exited ({status}); run `{} --config {} serve` to see why",
+                std::env::var("BILET_BIN").unwrap_or_else(|_| "bilet".into()),
+                self.file.display()
+            );
+        }
+        ready
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One line per person, request *i* on event *i* mod events: path, a token signed for a new
+/// user, a fresh idempotency key, the body; tab-separated, as `register.lua` reads them.
+fn write_requests(path: &Path, sales: &Sales, requests: usize) -> anyhow::Result<()> {
+    let mut out = BufWriter::new(std::fs::File::create(path)?);
+    for i in 0..requests {
+        let (event, ticket_type) = sales.types[i % sales.types.len()];
+        writeln!(
+            out,
+            "/api/v1/events/{event}/registrations\t{}\t{}\t{{\"ticketTypeId\":\"{ticket_type}\"}}",
+            token(UserId::new(), None, vec![])?,
+            Uuid::new_v4(),
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// CPU ticks of `bilet serve`, of every PostgreSQL process, and of wrk.
+#[derive(Clone, Copy, Default)]
+struct Cpu {
+    bilet: u64,
+    postgres: u64,
+    wrk: u64,
+}
+
+impl Cpu {
+    fn sample(bilet: u32, wrk: Option<u32>) -> Cpu {
+        Cpu {
+            bilet: cpu_ticks(&bilet.to_string()).unwrap_or(0),
+            postgres: postgres_ticks(),
+            wrk: wrk.and_then(|pid| cpu_ticks(&pid.to_string())).unwrap_or(0),
+        }
+    }
+
+    fn since(self, before: Cpu) -> Cpu {
+        Cpu {
+            bilet: self.bilet.saturating_sub(before.bilet),
+            postgres: self.postgres.saturating_sub(before.postgres),
+            wrk: self.wrk.saturating_sub(before.wrk),
+        }
+    }
+}
+
+/// What wrk and its script reported.
+struct Wrk {
+    /// wrk's own report, as printed.
+    report: String,
+    /// The script's figures (see `register.lua`).
+    result: serde_json::Value,
+    /// CPU used from just before wrk started until its last thread had its last answer.
+    cpu: Cpu,
+}
+
+impl Wrk {
+    fn count(&self, name: &str) -> usize {
+        self.result[name].as_u64().unwrap_or(0) as usize
+    }
+
+    fn number(&self, name: &str) -> f64 {
+        self.result[name].as_f64().unwrap_or(-1.0)
+    }
+
+    /// Seconds from the first request sent to the last answer, or wrk's duration when the
+    /// script had no clock.
+    fn elapsed(&self) -> f64 {
+        match self.number("elapsedS") {
+            elapsed if elapsed > 0.0 => elapsed,
+            _ => self.number("durationS"),
+        }
+    }
+}
+
+/// Runs wrk over the requests in `file`. Once every thread has printed that it had all its
+/// answers, samples the CPU and interrupts wrk (as Ctrl-C would): it then prints its report and
+/// the script's figures at once instead of idling to the end of DURATION.
+fn run_wrk(setup: &Setup, gateway: &str, file: &Path, bilet: u32) -> anyhow::Result<Wrk> {
+    let before = Cpu::sample(bilet, None);
+    let mut child = Command::new(&setup.wrk)
+        .arg(format!("-t{}", setup.threads))
+        .arg(format!("-c{}", setup.connections))
+        .arg(format!("-d{}s", setup.duration))
+        // Latencies above the timeout are left out of wrk's percentiles (counted as timeouts).
+        .arg(format!("--timeout={}s", setup.timeout))
+        .arg("--latency")
+        .arg("-s")
+        .arg(&setup.script)
+        .arg(gateway)
+        .arg("--")
+        .arg(file)
+        .arg(setup.threads.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("start {} (set WRK)", setup.wrk))?;
+    let pid = child.id();
+    let stdout = child.stdout.take().context("no output of wrk")?;
+    let mut report = String::new();
+    let mut finished = 0;
+    let mut after = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        if line.starts_with(THREAD_DONE) {
+            finished += 1;
+            if finished == setup.threads && after.is_none() {
+                after = Some(Cpu::sample(bilet, Some(pid)));
+                let _ = Command::new("kill")
+                    .args(["-INT", &pid.to_string()])
+                    .status();
+            }
+            continue;
+        }
+        report.push_str(&line);
+        report.push('\n');
+    }
+    // Without every thread's last answer wrk ran until DURATION: sample as it ends.
+    let after = after.unwrap_or_else(|| Cpu::sample(bilet, Some(pid)));
+    let status = child.wait()?;
+    anyhow::ensure!(status.success(), "wrk failed ({status}):\n{report}");
+    let result = report
+        .lines()
+        .find_map(|l| l.strip_prefix(RESULT))
+        .with_context(|| format!("wrk printed no `{RESULT}` line:\n{report}"))?;
+    let result = serde_json::from_str(result).context("the script's figures")?;
+    let report = report
+        .lines()
+        .filter(|l| !l.starts_with(RESULT))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Ok(Wrk {
+        report,
+        result,
+        cpu: after.since(before),
+    })
+}
+
+/// The registration ids of the 201 answers, which the script wrote to `<file>.ids.<thread>`.
+fn answered_ids(file: &Path, threads: usize) -> anyhow::Result<Vec<Uuid>> {
+    let mut ids = Vec::new();
+    for thread in 0..threads {
+        let path = PathBuf::from(format!("{}.ids.{thread}", file.display()));
+        let text =
+            std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+        // A line that is no id matches no row: the audit counts its 201 as lost.
+        ids.extend(text.lines().filter_map(|l| l.trim().parse::<Uuid>().ok()));
+    }
+    Ok(ids)
+}
+
+const TABLE: &str = "| events | requests | seats per event | successes/s | p50 ms | p90 ms | p99 ms | created | sold out | errors | oversold | not sold out | miscounted | lost | bilet CPU ms per registration | PostgreSQL CPU ms per registration | wrk CPU ms per registration |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let setup = setup()?;
+    let db_url = fresh_database(&setup.admin_url, DATABASE).await?;
+    let (db, connection) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    let durability = db
+        .query_one(
+            "SELECT current_setting('synchronous_commit'), current_setting('fsync')",
+            &[],
+        )
+        .await?;
+    let (synchronous_commit, fsync): (String, String) = (durability.get(0), durability.get(1));
+    let mut node = Node::start(&setup.bin, &db_url)?;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    node.ready(&client).await?;
+    let sales = sales(&client, &node.gateway, setup.events, setup.seats, false).await?;
+    // Signed last, right before the run: the tokens are valid for 15 minutes.
+    let file = node.dir.join("requests.tsv");
+    write_requests(&file, &sales, setup.requests)?;
+    println!(
+        "outside: {} registrations (each a new person with a pre-signed token and a fresh idempotency key) spread round-robin over {} events on sale at once, {} seats each (every type sells out), sent by wrk ({} threads, {} connections) to one `bilet serve` running every service; PostgreSQL synchronous_commit = {synchronous_commit}, fsync = {fsync}\n",
+        setup.requests, setup.events, setup.seats, setup.threads, setup.connections
+    );
+    let bilet = node.child.id();
+    let wrk = tokio::task::block_in_place(|| run_wrk(&setup, &node.gateway, &file, bilet))?;
+    println!("{}\n", wrk.report);
+    let created = wrk.count("created");
+    let ids = answered_ids(&file, setup.threads)?;
+    let audit = audit(&db, &sales.type_ids(), created, &ids).await?;
+    drop(node);
+    let (sold_out, other, answered) = (
+        wrk.count("soldOut"),
+        wrk.count("other"),
+        wrk.count("answered"),
+    );
+    // Requests without an answer (never sent, or their connection broke) are errors too.
+    let unanswered = setup.requests.saturating_sub(answered);
+    let ticks_per_second = clock_ticks_per_second();
+    let per = |ticks: u64| ticks as f64 * 1000.0 / ticks_per_second / created.max(1) as f64;
+    println!("{TABLE}");
+    println!(
+        "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {created} | {sold_out} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |",
+        setup.events,
+        setup.requests,
+        setup.seats,
+        created as f64 / wrk.elapsed(),
+        wrk.number("p50Ms"),
+        wrk.number("p90Ms"),
+        wrk.number("p99Ms"),
+        other + unanswered,
+        audit.oversold,
+        audit.not_sold_out,
+        audit.miscounted,
+        audit.lost,
+        per(wrk.cpu.bilet),
+        per(wrk.cpu.postgres),
+        per(wrk.cpu.wrk),
+    );
+    println!(
+        "\nfirst request to last answer {:.3} s (wrk's duration {:.3} s); answers: {answered} of {} requests ({unanswered} unanswered); active registrations {}, sold+reserved {}, seats {}; wrk socket errors: connect {}, read {}, write {}, over the {} s timeout (left out of the percentiles) {}; max latency {:.2} ms",
+        wrk.elapsed(),
+        wrk.number("durationS"),
+        setup.requests,
+        audit.rows,
+        audit.counted,
+        audit.seats,
+        wrk.count("connectErrors"),
+        wrk.count("readErrors"),
+        wrk.count("writeErrors"),
+        setup.timeout,
+        wrk.count("timeouts"),
+        wrk.number("maxMs"),
+    );
+    anyhow::ensure!(
+        audit.faults() == 0,
+        "not every ticket type was sold exactly out with every registration answered: see oversold, not sold out, miscounted and lost"
+    );
+    Ok(())
+}

@@ -1,0 +1,160 @@
+-- Registrations read from a file of pre-signed requests, sent by wrk; used by
+-- `bench/src/bin/outside.rs`, which writes the file and reads what `done` prints:
+--
+--   wrk -t2 -c256 -d120s --timeout 10s --latency -s bench/wrk/register.lua \
+--       http://127.0.0.1:<gateway port> -- <requests file> <wrk threads>
+--
+-- Each line of the file is one person: path, bearer token, idempotency key and JSON body,
+-- separated by tabs. With n threads, thread k (0-based) sends lines k+1, k+1+n, k+1+2n, ...
+-- of the file (1-based), each once, so the threads never send the same line. Once a thread has
+-- had the answers to all its lines it prints "register-thread-done <k>" and stops; after the
+-- last line a connection sends nothing more. Answers are counted as created (201), sold out
+-- (422 with code sold_out) and other; the id of every 201 goes to "<file>.ids.<k>" for the
+-- audit. `done` prints one line, "register-result {json}", with the sums over the threads and
+-- wrk's latency percentiles (of every answer, 201 and 422 alike).
+
+-- A monotonic clock in seconds, for the time from the first request sent to the last answer
+-- (wrk's own duration also counts the time its threads sat idle after their last line).
+local clock = nil
+local has_ffi, ffi = pcall(require, "ffi")
+if has_ffi then
+   ffi.cdef [[
+      typedef struct { long tv_sec; long tv_nsec; } register_timespec;
+      int clock_gettime(int clock_id, register_timespec *tp);
+   ]]
+   local now = ffi.new("register_timespec")
+   local CLOCK_MONOTONIC = 1
+   clock = function()
+      ffi.C.clock_gettime(CLOCK_MONOTONIC, now)
+      return tonumber(now.tv_sec) + tonumber(now.tv_nsec) / 1e9
+   end
+end
+
+-- Main state: the threads, each given its number.
+local threads = {}
+
+function setup(thread)
+   thread:set("id", #threads)
+   table.insert(threads, thread)
+end
+
+-- Thread state from here on (`id` was set by setup before init runs).
+function init(args)
+   -- args[0] is the URL; the arguments after `--` follow from 1.
+   local file, count = args[1], tonumber(args[2])
+   if not file or not count or count < 1 then
+      error("usage: wrk ... -s register.lua <url> -- <requests file> <wrk threads>")
+   end
+   -- The requests are made once, here, so that sending costs wrk no more than a table lookup.
+   requests = {}
+   local line_number = 0
+   for line in io.lines(file) do
+      if line_number % count == id then
+         local path, token, key, body = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)\t(.+)$")
+         if not path then
+            error(string.format("%s:%d: not path<TAB>token<TAB>key<TAB>body", file, line_number + 1))
+         end
+         requests[#requests + 1] = wrk.format("POST", path, {
+            ["Authorization"] = "Bearer " .. token,
+            ["X-Idempotency-Key"] = key,
+            ["Content-Type"] = "application/json",
+         }, body)
+      end
+      line_number = line_number + 1
+   end
+   if #requests == 0 then
+      error(string.format("thread %d has no line of %s (fewer lines than threads)", id, file))
+   end
+   ids = assert(io.open(file .. ".ids." .. id, "w"))
+   next_line = 1
+   created, sold_out, other, answered = 0, 0, 0, 0
+   first, last = -1, -1
+   seen = ""
+   -- wrk calls request() once on its first thread before the run to check what it returns,
+   -- and never sends that one: it must not use up a line.
+   checking = (id == 0)
+end
+
+function request()
+   if checking then
+      checking = false
+      return requests[1]
+   end
+   local r = requests[next_line]
+   if r == nil then
+      -- Every line sent: this connection stays quiet until the thread stops.
+      return ""
+   end
+   if next_line == 1 and clock then
+      first = clock()
+   end
+   next_line = next_line + 1
+   return r
+end
+
+function response(status, headers, body)
+   if status == 201 then
+      created = created + 1
+      -- The registration's own id is the first field of the answer.
+      local registration = body:match('"id":"([%x%-]+)"')
+      if registration then
+         ids:write(registration .. "\n")
+      end
+   elseif status == 422 and body:find('"code":"sold_out"', 1, true) then
+      sold_out = sold_out + 1
+   else
+      other = other + 1
+      if other <= 5 then
+         seen = seen .. string.format("thread %d: %d %s\n", id, status, body:sub(1, 300))
+      end
+   end
+   answered = answered + 1
+   if clock then
+      last = clock()
+   end
+   if answered == #requests then
+      ids:flush()
+      io.write(string.format("register-thread-done %d\n", id))
+      io.stdout:flush()
+      wrk.thread:stop()
+   end
+end
+
+-- Main state again, after every thread has stopped.
+function done(summary, latency, rates)
+   local sums = { created = 0, sold_out = 0, other = 0, answered = 0, sent = 0 }
+   local first, last = nil, nil
+   for _, thread in ipairs(threads) do
+      sums.created = sums.created + (thread:get("created") or 0)
+      sums.sold_out = sums.sold_out + (thread:get("sold_out") or 0)
+      sums.other = sums.other + (thread:get("other") or 0)
+      sums.answered = sums.answered + (thread:get("answered") or 0)
+      sums.sent = sums.sent + (thread:get("next_line") or 1) - 1
+      local f, l = thread:get("first") or -1, thread:get("last") or -1
+      if f >= 0 and (first == nil or f < first) then
+         first = f
+      end
+      if l >= 0 and (last == nil or l > last) then
+         last = l
+      end
+      local s = thread:get("seen")
+      if s and s ~= "" then
+         io.stderr:write(s)
+      end
+   end
+   local elapsed = (first and last and last >= first) and (last - first) or -1
+   local ms = function(us)
+      return us / 1000
+   end
+   local e = summary.errors
+   io.write(string.format(
+      'register-result {"created":%d,"soldOut":%d,"other":%d,"answered":%d,"sent":%d,' ..
+      '"elapsedS":%.6f,"durationS":%.6f,"p50Ms":%.3f,"p90Ms":%.3f,"p99Ms":%.3f,"maxMs":%.3f,' ..
+      '"connectErrors":%d,"readErrors":%d,"writeErrors":%d,"timeouts":%d}\n',
+      sums.created, sums.sold_out, sums.other, sums.answered, sums.sent,
+      elapsed, summary.duration / 1e6,
+      ms(latency:percentile(50)), ms(latency:percentile(90)), ms(latency:percentile(99)),
+      ms(latency.max),
+      e.connect, e.read, e.write, e.timeout))
+   io.stdout:flush()
+end
