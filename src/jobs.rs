@@ -13,6 +13,8 @@ const HOURLY: Schedule = Schedule::Every(Duration::from_secs(3600));
 const DAILY: Schedule = Schedule::Every(Duration::from_secs(24 * 3600));
 /// How often the outbox backlog gauge is refreshed.
 const BACKLOG: Schedule = Schedule::Every(Duration::from_secs(10));
+/// Consumers' claims of applied events are kept this many days.
+const CLAIMS_KEPT_DAYS: u32 = 30;
 /// Analytics records older than this many days are removed.
 const ANALYTICS_RETENTION_DAYS: i64 = 365;
 
@@ -23,6 +25,9 @@ pub fn for_node(state: &AppState, services: &[Service]) -> Vec<Job> {
         .flat_map(|service| of_service(state, *service))
         .collect();
     jobs.push(outbox_backlog(state, services));
+    if services.iter().any(|service| service.schema().is_some()) {
+        jobs.push(forget_claims(state, services));
+    }
     jobs
 }
 
@@ -143,6 +148,29 @@ fn idempotency_keys(name: &'static str, state: &AppState, schema: Schema) -> Job
         async move {
             let hours = s.config.http.idempotency_ttl_hours;
             count(storage::idempotency::purge(&s.db, schema, hours).await)
+        }
+    })
+}
+
+/// Forgets the consumers' claims older than `CLAIMS_KEPT_DAYS` in the schemas of this node's
+/// services: two or three claims per registration would otherwise pile up for ever.
+fn forget_claims(state: &AppState, services: &[Service]) -> Job {
+    let s = state.clone();
+    let schemas: Vec<Schema> = services
+        .iter()
+        .filter_map(|service| service.schema())
+        .filter_map(Schema::from_name)
+        .collect();
+    Job::new("node.processed_events", DAILY, move || {
+        let (s, schemas) = (s.clone(), schemas.clone());
+        async move {
+            let mut forgotten = 0u64;
+            for schema in schemas {
+                forgotten += storage::inbox::forget_older_than(&s.db, schema, CLAIMS_KEPT_DAYS)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            count(Ok::<_, String>(forgotten))
         }
     })
 }

@@ -1,6 +1,8 @@
 //! Shared pieces of the benchmarks: closed-loop and open-loop load runners and latency figures;
-//! `sale` holds what the sale benchmarks (`cluster`, `outside`) share.
+//! `sale` holds what the sale benchmarks (`cluster`, `outside`) share, `history` the past sales
+//! seeded before a burst (`outside` with `HISTORY`).
 
+pub mod history;
 pub mod sale;
 
 use std::future::Future;

@@ -262,3 +262,32 @@ pub async fn claim_all(
         .map(|row| row.try_get::<_, Uuid>(0).map_err(DbError::from))
         .collect()
 }
+
+/// How many claims one statement forgets: a day of an on-sale is millions of them, and one
+/// statement deleting them all would hold its locks and bloat its WAL record for minutes.
+const FORGET_SLICE: i64 = 10_000;
+
+/// Forgets the claims of `schema` older than `days` (a redelivery that late does not happen:
+/// brokers retry within minutes, and dead letters were never claimed), slice by slice, so the
+/// table holds a bounded window of history rather than every event ever applied.
+pub async fn forget_older_than(db: &Database, schema: Schema, days: u32) -> Result<u64, DbError> {
+    let client = db.client().await?;
+    let sql = format!(
+        "DELETE FROM {s}.processed_events WHERE ctid = ANY(ARRAY(
+            SELECT ctid FROM {s}.processed_events
+             WHERE processed_at < now() - make_interval(days => $1) LIMIT $2))",
+        s = schema.name()
+    );
+    let mut forgotten = 0;
+    loop {
+        let n = client
+            .execute(&sql, &[&(days as i32), &FORGET_SLICE])
+            .await?;
+        forgotten += n;
+        // Until a slice finds nothing: another node cleaning the same schema at the same time
+        // may have taken part of this one.
+        if n == 0 {
+            return Ok(forgotten);
+        }
+    }
+}

@@ -37,9 +37,10 @@ async fn a_node_declares_the_jobs_of_exactly_its_services() {
             "events.seat_requests",
             "events.idempotency_keys",
             "node.outbox_backlog",
+            "node.processed_events",
         ]
     );
-    // A gateway alone keeps only the node's own gauge.
+    // A gateway alone keeps only the node's own gauge (it has no claims to forget).
     assert_eq!(
         names(&bilet::jobs::for_node(&node.state, &[Service::Gateway])),
         vec!["node.outbox_backlog"]
@@ -133,5 +134,38 @@ async fn an_events_only_node_purges_the_event_schema_and_only_it() {
 
     // The identity service does not run here: its keys wait for the node that runs it.
     assert_eq!(count(&owner, "user_service.idempotency_keys").await, 2);
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn claims_older_than_thirty_days_are_forgotten_slice_by_slice_and_recent_ones_kept() {
+    let t = TestDb::new().await;
+    let owner = t.owner().await;
+    // 25,000 old claims (more than two slices) and 3 recent ones, of two consumers.
+    owner
+        .batch_execute(
+            "INSERT INTO event_service.processed_events (consumer, event_id, processed_at)
+               SELECT CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, gen_random_uuid(), now() - interval '31 days'
+               FROM generate_series(1, 25000) i;
+             INSERT INTO event_service.processed_events (consumer, event_id, processed_at)
+               SELECT 'a', gen_random_uuid(), now() - interval '29 days' FROM generate_series(1, 3);
+             INSERT INTO user_service.processed_events (consumer, event_id, processed_at)
+               VALUES ('c', gen_random_uuid(), now() - interval '40 days');",
+        )
+        .await
+        .unwrap();
+    let node = node_of(&t, &[Service::Events]).await;
+    let jobs = bilet::jobs::for_node(&node.state, &[Service::Events]);
+    let job = jobs
+        .iter()
+        .find(|j| j.name == "node.processed_events")
+        .unwrap()
+        .clone();
+    let forgotten = job.run().await.unwrap();
+    // The node may have run it once at start already; together they forgot all 25,000.
+    assert!(forgotten <= 25_000);
+    assert_eq!(count(&owner, "event_service.processed_events").await, 3);
+    // Identity's claims wait for a node that runs identity.
+    assert_eq!(count(&owner, "user_service.processed_events").await, 1);
     node.stop().await;
 }

@@ -7,7 +7,8 @@
 //! `cargo build --release -p bilet --bin bilet -p bench --bin outside && target/release/outside`
 //! (DATABASE_URL: an owner connection; the database `bilet_bench_outside` is recreated). EVENTS,
 //! REQUESTS, SEATS, CONNECTIONS, DURATION, THREADS and TIMEOUT tune it; BILET_BIN, WRK and
-//! WRK_SCRIPT name the programs.
+//! WRK_SCRIPT name the programs. HISTORY=<n> first seeds the history of `n` registrations sold
+//! before (`bench::history`), so the burst meets full tables instead of empty ones.
 
 use anyhow::Context;
 use bench::sale::{
@@ -46,6 +47,8 @@ struct Setup {
     connections: usize,
     duration: usize,
     timeout: usize,
+    /// Registrations already sold before the burst (0: a fresh database).
+    history: usize,
 }
 
 fn setup() -> anyhow::Result<Setup> {
@@ -83,6 +86,7 @@ fn setup() -> anyhow::Result<Setup> {
         connections,
         duration: env_or("DURATION", 120),
         timeout: env_or("TIMEOUT", 10),
+        history: env_or("HISTORY", 0),
     })
 }
 
@@ -325,7 +329,7 @@ fn answered_ids(file: &Path, threads: usize) -> anyhow::Result<Vec<Uuid>> {
     Ok(ids)
 }
 
-const TABLE: &str = "| events | requests | seats per event | successes/s | p50 ms | p90 ms | p99 ms | created | sold out | errors | oversold | not sold out | miscounted | lost | bilet CPU ms per registration | PostgreSQL CPU ms per registration | wrk CPU ms per registration |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+const TABLE: &str = "| history | events | requests | seats per event | successes/s | p50 ms | p90 ms | p99 ms | created | sold out | errors | oversold | not sold out | miscounted | lost | bilet CPU ms per registration | PostgreSQL CPU ms per registration | wrk CPU ms per registration |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -346,12 +350,18 @@ async fn main() -> anyhow::Result<()> {
         .build()?;
     node.ready(&client).await?;
     let sales = sales(&client, &node.gateway, setup.events, setup.seats, false).await?;
+    if setup.history > 0 {
+        // A connection of its own: the seeding changes its session's settings.
+        let (seeder, connection) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls).await?;
+        tokio::spawn(connection);
+        bench::history::seed(&seeder, setup.history).await?;
+    }
     // Signed last, right before the run: the tokens are valid for 15 minutes.
     let file = node.dir.join("requests.tsv");
     write_requests(&file, &sales, setup.requests)?;
     println!(
-        "outside: {} registrations (each a new person with a pre-signed token and a fresh idempotency key) spread round-robin over {} events on sale at once, {} seats each (every type sells out), sent by wrk ({} threads, {} connections) to one `bilet serve` running every service; PostgreSQL synchronous_commit = {synchronous_commit}, fsync = {fsync}\n",
-        setup.requests, setup.events, setup.seats, setup.threads, setup.connections
+        "outside: {} registrations sold before (HISTORY), then {} registrations (each a new person with a pre-signed token and a fresh idempotency key) spread round-robin over {} events on sale at once, {} seats each (every type sells out), sent by wrk ({} threads, {} connections) to one `bilet serve` running every service; PostgreSQL synchronous_commit = {synchronous_commit}, fsync = {fsync}\n",
+        setup.history, setup.requests, setup.events, setup.seats, setup.threads, setup.connections
     );
     let bilet = node.child.id();
     let wrk = tokio::task::block_in_place(|| run_wrk(&setup, &node.gateway, &file, bilet))?;
@@ -371,7 +381,8 @@ async fn main() -> anyhow::Result<()> {
     let per = |ticks: u64| ticks as f64 * 1000.0 / ticks_per_second / created.max(1) as f64;
     println!("{TABLE}");
     println!(
-        "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {created} | {sold_out} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |",
+        "| {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {created} | {sold_out} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |",
+        setup.history,
         setup.events,
         setup.requests,
         setup.seats,
