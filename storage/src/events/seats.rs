@@ -137,17 +137,16 @@ pub async fn commit_batch(
         requests,
         now,
     };
-    let (mut written, ()) = tokio::try_join!(write(&tx, &batch), fence.check(&tx))?;
+    let (written, ()) = tokio::try_join!(write(&tx, &batch), fence.check(&tx))?;
     crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &written.events).await?;
     tx.commit().await?;
-    written.events.clear();
     Ok(written.finish())
 }
 
 /// Judges and writes the batches of several ticket types in one transaction: their statements
-/// are pipelined side by side, so a transaction costs the same round trips and one commit
-/// whether it carries one ticket type's batch or a hundred (many small events on sale at once
-/// sell as fast as one big one). The transaction acts as the system because its batches may
+/// are pipelined side by side, so a transaction costs the same round trips, one lease check
+/// and one commit whether it carries one ticket type's batch or a hundred (each batch still
+/// runs its own statements). The transaction acts as the system because its batches may
 /// belong to several organizations; every statement names its ticket type and tenant. Any
 /// failure fails them all (the caller then commits each batch alone to learn whose it was);
 /// the batches must be of different ticket types.
