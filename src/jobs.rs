@@ -152,15 +152,20 @@ fn idempotency_keys(name: &'static str, state: &AppState, schema: Schema) -> Job
     })
 }
 
+/// The schemas of the services a node runs.
+fn schemas_of(services: &[Service]) -> Vec<Schema> {
+    services
+        .iter()
+        .filter_map(|service| service.schema())
+        .filter_map(Schema::from_name)
+        .collect()
+}
+
 /// Forgets the consumers' claims older than `CLAIMS_KEPT_DAYS` in the schemas of this node's
 /// services: two or three claims per registration would otherwise pile up for ever.
 fn forget_claims(state: &AppState, services: &[Service]) -> Job {
     let s = state.clone();
-    let schemas: Vec<Schema> = services
-        .iter()
-        .filter_map(|service| service.schema())
-        .filter_map(Schema::from_name)
-        .collect();
+    let schemas = schemas_of(services);
     Job::new("node.processed_events", DAILY, move || {
         let (s, schemas) = (s.clone(), schemas.clone());
         async move {
@@ -179,11 +184,7 @@ fn forget_claims(state: &AppState, services: &[Service]) -> Job {
 /// confirmed yet (a growing figure means the broker is unreachable).
 fn outbox_backlog(state: &AppState, services: &[Service]) -> Job {
     let s = state.clone();
-    let schemas: Vec<Schema> = services
-        .iter()
-        .filter_map(|service| service.schema())
-        .filter_map(Schema::from_name)
-        .collect();
+    let schemas = schemas_of(services);
     Job::new("node.outbox_backlog", BACKLOG, move || {
         let s = s.clone();
         let schemas = schemas.clone();

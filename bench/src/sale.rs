@@ -17,6 +17,31 @@ pub const SECRET: &str = "bench-secret-bench-secret-bench-secret";
 /// The service secret of every benchmark cluster.toml.
 pub const SERVICE_SECRET: &str = "bench-service-secret-bench-service-secret";
 
+/// How many events, requests and seats per event a run uses: `EVENTS` and `REQUESTS` (with
+/// these defaults) and the seats variable `seats_var` (three quarters of each event's requests
+/// by default), checked so that every ticket type sells out.
+pub fn shape(
+    events: usize,
+    requests: usize,
+    seats_var: &str,
+) -> anyhow::Result<(usize, usize, usize)> {
+    let events = env_or("EVENTS", events);
+    let requests = env_or("REQUESTS", requests);
+    anyhow::ensure!(
+        events > 0 && requests >= events,
+        "REQUESTS must be at least EVENTS"
+    );
+    // Round-robin: each event gets at least this many requests, some one more.
+    let per_event = requests / events;
+    let seats = env_or(seats_var, per_event * 3 / 4);
+    anyhow::ensure!(
+        seats >= 1 && seats < per_event,
+        "{seats_var} must be from 1 to {} (below the {per_event} requests each event gets): every type is to be sold out",
+        per_event.saturating_sub(1)
+    );
+    Ok((events, requests, seats))
+}
+
 /// A whole number from the environment, or `default`.
 pub fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)

@@ -14,7 +14,7 @@ use anyhow::Context;
 use bench::sale::{
     Audit, SECRET, SERVICE_SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second,
     cpu_ticks, env_or, free_port, fresh_database, id_of, postgres_ticks, ready, sales, serve,
-    token,
+    shape, token,
 };
 use bench::{open_loop, run};
 use domain::cluster::shard_of;
@@ -594,20 +594,7 @@ async fn one(setup: &Setup, nodes: usize, mode: Loop) -> anyhow::Result<Run> {
 }
 
 fn setup() -> anyhow::Result<Setup> {
-    let events = env_or("EVENTS", 64);
-    let requests = env_or("REQUESTS", 20_000);
-    anyhow::ensure!(
-        events > 0 && requests >= events,
-        "REQUESTS must be at least EVENTS"
-    );
-    // Round-robin: each event gets at least this many requests, some one more.
-    let per_event = requests / events;
-    let seats = env_or("SEATS_PER_EVENT", per_event * 3 / 4);
-    anyhow::ensure!(
-        seats >= 1 && seats < per_event,
-        "SEATS_PER_EVENT must be from 1 to {} (below the {per_event} requests each event gets): every type is to be sold out",
-        per_event.saturating_sub(1)
-    );
+    let (events, requests, seats) = shape(64, 20_000, "SEATS_PER_EVENT")?;
     Ok(Setup {
         bin: bilet_bin()?,
         admin_url: admin_url(),

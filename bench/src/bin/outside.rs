@@ -13,7 +13,7 @@
 use anyhow::Context;
 use bench::sale::{
     SECRET, SERVICE_SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks,
-    env_or, free_port, fresh_database, postgres_ticks, ready, sales, serve, token,
+    env_or, free_port, fresh_database, postgres_ticks, ready, sales, serve, shape, token,
 };
 use domain::config::Service;
 use domain::ids::UserId;
@@ -52,20 +52,7 @@ struct Setup {
 }
 
 fn setup() -> anyhow::Result<Setup> {
-    let events = env_or("EVENTS", 1);
-    let requests = env_or("REQUESTS", 40_000);
-    anyhow::ensure!(
-        events > 0 && requests >= events,
-        "REQUESTS must be at least EVENTS"
-    );
-    // Round-robin: each event gets at least this many requests, some one more.
-    let per_event = requests / events;
-    let seats = env_or("SEATS", per_event * 3 / 4);
-    anyhow::ensure!(
-        seats >= 1 && seats < per_event,
-        "SEATS must be from 1 to {} (below the {per_event} requests each event gets): every type is to be sold out",
-        per_event.saturating_sub(1)
-    );
+    let (events, requests, seats) = shape(1, 40_000, "SEATS")?;
     let threads = env_or("THREADS", 2);
     let connections = env_or("CONNECTIONS", 256);
     anyhow::ensure!(
