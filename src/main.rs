@@ -86,6 +86,11 @@ async fn database(config: &domain::config::Config) -> anyhow::Result<storage::Da
     Ok(storage::Database::connect(&config.database)?)
 }
 
+/// Requests allocate and free many small buffers on one thread and drop them on another;
+/// glibc's allocator spent 17% of a node's CPU on that in a burst (bench/README.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();

@@ -1434,3 +1434,121 @@ async fn batches_of_several_organizations_commit_together_and_keep_their_answers
         .get(0);
     assert_eq!(announced, 3);
 }
+
+#[tokio::test]
+async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys() {
+    use domain::events::seats::SeatRefusal;
+    use storage::events::seats::{self, SeatBatch, SeatOutcome, SeatRequest};
+    let t = crate::support::TestDb::new().await;
+    let owner = t.owner().await;
+    let db = t.db.clone();
+    // Organization A: one event with two ticket types; organization B: one event, one type.
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let (event_a, event_b) = (Uuid::now_v7(), Uuid::now_v7());
+    let (first, second, other) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    for (tenant, event, types) in [(a, event_a, vec![first, second]), (b, event_b, vec![other])] {
+        owner.batch_execute(&format!(
+            "INSERT INTO event_service.events (id, tenant_id, organizer_id, title, slug, status, starts_at)
+               VALUES ('{event}', '{tenant}', '{tenant}', 'E', 'e-{event}', 'PUBLISHED', now() + interval '3 days');"
+        )).await.unwrap();
+        for ticket_type in types {
+            owner.batch_execute(&format!(
+                "INSERT INTO event_service.ticket_types (id, tenant_id, event_id, name, price_cents, quantity, created_at, updated_at)
+                   VALUES ('{ticket_type}', '{tenant}', '{event}', 'Free', 0, 2, now(), now());"
+            )).await.unwrap();
+        }
+    }
+    let person = domain::ids::UserId::new();
+    let key = Uuid::new_v4();
+    let ask = |event: Uuid, user: domain::ids::UserId, key: Uuid, hash: u8| SeatRequest {
+        event,
+        user,
+        caller_tenant: None,
+        key,
+        request_hash: vec![hash],
+        email: None,
+        first_name: "Ann".into(),
+        last_name: "Lee".into(),
+        custom_fields: json!({}),
+        source: None,
+    };
+    let fence = storage::cluster::Fence::new("test", vec![]);
+    let batch = |tenant: Uuid, ticket_type: Uuid, requests| SeatBatch {
+        tenant: domain::ids::TenantId(tenant),
+        ticket_type,
+        requests,
+        now: Utc::now(),
+    };
+    // The same person with the same key registers with both organizations in one transaction:
+    // a key belongs to one organization's requests.
+    let (in_a, in_b) = (
+        vec![ask(event_a, person, key, 1)],
+        vec![ask(event_b, person, key, 1)],
+    );
+    let outcomes = seats::commit_batches(
+        &db,
+        &fence,
+        &[batch(a, first, &in_a), batch(b, other, &in_b)],
+    )
+    .await
+    .unwrap();
+    let registered_in_a = match &outcomes[0][..] {
+        [SeatOutcome::Created(r)] => r.id,
+        other => panic!("a seat in A, got {other:?}"),
+    };
+    assert!(matches!(&outcomes[1][..], [SeatOutcome::Created(r)] if r.tenant_id.as_uuid() == b));
+
+    // Then, in one transaction: the same request again in A (its first answer), the person
+    // asking for A's other type (already registered for that event), the same key with
+    // another request in B (refused), and someone new sending one key twice.
+    let newcomer = domain::ids::UserId::new();
+    let twice = Uuid::new_v4();
+    let (again, other_type, reused) = (
+        vec![ask(event_a, person, key, 1)],
+        vec![
+            ask(event_a, person, Uuid::new_v4(), 2),
+            ask(event_a, newcomer, twice, 3),
+            ask(event_a, newcomer, twice, 3),
+        ],
+        vec![ask(event_b, person, key, 9)],
+    );
+    let outcomes = seats::commit_batches(
+        &db,
+        &fence,
+        &[
+            batch(b, other, &reused),
+            batch(a, second, &other_type),
+            batch(a, first, &again),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcomes[0], vec![SeatOutcome::KeyReused]);
+    let [taken, seat, repeat] = &outcomes[1][..] else {
+        panic!("three answers for the second type, got {:?}", outcomes[1]);
+    };
+    assert_eq!(taken, &SeatOutcome::Refused(SeatRefusal::AlreadyRegistered));
+    let SeatOutcome::Created(newcomers) = seat else {
+        panic!("the newcomer gets a seat, got {seat:?}");
+    };
+    assert_eq!(
+        (newcomers.ticket_type_id, newcomers.user_id),
+        (second, newcomer)
+    );
+    assert_eq!(repeat, &SeatOutcome::Replayed(Box::new(seat.clone())));
+    assert!(
+        matches!(&outcomes[2][..], [SeatOutcome::Replayed(r)] if matches!(&**r, SeatOutcome::Created(r) if r.id == registered_in_a)),
+        "the repeated request gets its first registration back, got {:?}",
+        outcomes[2]
+    );
+    for (ticket_type, sold) in [(first, 1), (second, 1), (other, 1)] {
+        assert_eq!(
+            storage::events::registrations::seat_audit(&db, ticket_type)
+                .await
+                .unwrap()
+                .0,
+            sold,
+            "each type counts only its own seats"
+        );
+    }
+}

@@ -1,0 +1,360 @@
+//! Taking seats: the group commit behind `POST /events/{id}/registrations`. A batch of
+//! requests for one ticket type is judged against one locked ticket-type row and written in
+//! one transaction, together with each request's idempotency record, so a request costs no
+//! statement of its own: visibility, sales window, earlier answers to the same key, who is
+//! already registered and how many seats are free are all read in the batch's first round
+//! trip (`reads`), judged in memory (`judge`) and written in the second (`writes`). The
+//! node's committer puts the batches of many ticket types in one such transaction, and its
+//! statements stay the same few: each takes all of its batches' rows as arrays.
+
+mod judge;
+mod reads;
+mod writes;
+
+use super::registrations::{Registration, from_row, payload};
+use crate::cluster::Fence;
+use crate::db::{Database, Scope};
+use crate::error::Result;
+use chrono::{DateTime, Utc};
+use domain::contract::DomainEvent;
+use domain::envelope::Envelope;
+use domain::error::Refusal;
+use domain::events::registrations::{RegistrationStatus, Seat, confirmation_code};
+use domain::events::seats::SeatRefusal;
+use domain::ids::{TenantId, UserId};
+use judge::{Verdict, judge};
+use reads::Offer;
+use std::collections::{HashMap, HashSet};
+use uuid::Uuid;
+use writes::{Counted, NewRegistration, Records};
+
+/// One person asking for a seat.
+#[derive(Clone, Debug)]
+pub struct SeatRequest {
+    /// The event named in the request's path; the ticket type must belong to it.
+    pub event: Uuid,
+    /// Who.
+    pub user: UserId,
+    /// The organization the caller acts for (staff see their own unpublished events).
+    pub caller_tenant: Option<TenantId>,
+    /// The caller's `X-Idempotency-Key`.
+    pub key: Uuid,
+    /// A hash of everything the request asks for; the same key with another hash is refused.
+    pub request_hash: Vec<u8>,
+    /// Email.
+    pub email: Option<String>,
+    /// First name.
+    pub first_name: String,
+    /// Last name.
+    pub last_name: String,
+    /// Answers to the organizer's questions.
+    pub custom_fields: serde_json::Value,
+    /// Where the person came from (a short slug), if the client said.
+    pub source: Option<String>,
+}
+
+/// The answer to one seat request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SeatOutcome {
+    /// Registered.
+    Created(Box<Registration>),
+    /// Judged and refused.
+    Refused(SeatRefusal),
+    /// The caller cannot see the event, or the ticket type is not one of the event's.
+    NotFound,
+    /// The key was used before for a different request.
+    KeyReused,
+    /// The same key and request were judged before; this is what they got.
+    Replayed(Box<SeatOutcome>),
+}
+
+impl SeatOutcome {
+    /// The stored name and registration of an outcome worth remembering for its key.
+    fn record(&self) -> Option<(&'static str, Option<Uuid>)> {
+        match self {
+            SeatOutcome::Created(r) => Some(("CREATED", Some(r.id))),
+            SeatOutcome::Refused(refusal) => Some((refusal.as_str(), None)),
+            _ => None,
+        }
+    }
+}
+
+/// The tenant owning a ticket type (an actor learns it once when it starts).
+pub async fn owner(db: &Database, ticket_type: Uuid) -> Result<Option<TenantId>> {
+    let tx = db.begin(Scope::system()).await?;
+    let row = tx
+        .query_opt(
+            "SELECT tenant_id FROM event_service.ticket_types WHERE id = $1",
+            &[&ticket_type],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(row.map(|r| TenantId(r.get(0))))
+}
+
+/// One ticket type's batch of seat requests, for `commit_batches`.
+pub struct SeatBatch<'a> {
+    /// The tenant owning the ticket type.
+    pub tenant: TenantId,
+    /// The ticket type.
+    pub ticket_type: Uuid,
+    /// The requests, in arrival order.
+    pub requests: &'a [SeatRequest],
+    /// The time the batch is judged at.
+    pub now: DateTime<Utc>,
+}
+
+/// Judges and writes a batch of seat requests for one ticket type in one transaction of five
+/// round trips: open; lock-and-read (pipelined with the earlier answers to the batch's keys
+/// and the check of the event shard's lease); insert-and-count (pipelined with the
+/// idempotency records); outbox; commit. A node whose lease moved on writes nothing
+/// (`Error::Fenced`).
+pub async fn commit_batch(
+    db: &Database,
+    fence: &Fence,
+    tenant: TenantId,
+    ticket_type: Uuid,
+    requests: &[SeatRequest],
+    now: DateTime<Utc>,
+) -> Result<Vec<SeatOutcome>> {
+    let batch = SeatBatch {
+        tenant,
+        ticket_type,
+        requests,
+        now,
+    };
+    let mut outcomes = commit(db, Scope::tenant(tenant, None), fence, &[batch]).await?;
+    Ok(outcomes.pop().unwrap_or_default())
+}
+
+/// Judges and writes the batches of several ticket types in one transaction, with the same
+/// round trips, statements, lease check and commit whether it carries one ticket type's batch
+/// or a hundred: each statement takes the rows of all of them as arrays. The transaction acts
+/// as the system because its batches may belong to several organizations; every row names
+/// its tenant. Any failure fails them all (the caller then commits each batch alone to learn
+/// whose it was); the batches must be of different ticket types.
+pub async fn commit_batches(
+    db: &Database,
+    fence: &Fence,
+    batches: &[SeatBatch<'_>],
+) -> Result<Vec<Vec<SeatOutcome>>> {
+    commit(db, Scope::system(), fence, batches).await
+}
+
+async fn commit(
+    db: &Database,
+    scope: Scope,
+    fence: &Fence,
+    batches: &[SeatBatch<'_>],
+) -> Result<Vec<Vec<SeatOutcome>>> {
+    let tx = db.begin(scope).await?;
+    let (written, ()) = tokio::try_join!(write(&tx, batches), fence.check(&tx))?;
+    let events: Vec<Envelope> = written
+        .iter()
+        .flat_map(|w| w.events.iter().cloned())
+        .collect();
+    crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events).await?;
+    tx.commit().await?;
+    Ok(written.into_iter().map(Written::finish).collect())
+}
+
+/// A batch judged and written inside a transaction that has not committed yet.
+struct Written {
+    verdicts: Vec<Verdict>,
+    /// The request each new registration is for.
+    chosen: HashMap<usize, Uuid>,
+    created: HashMap<Uuid, Registration>,
+    /// The announcements of the registrations, for the transaction's outbox.
+    events: Vec<Envelope>,
+}
+
+impl Written {
+    /// The answers, once the transaction committed: seats become registrations, and a repeat
+    /// of a key inside the batch gets its first answer.
+    fn finish(mut self) -> Vec<SeatOutcome> {
+        let mut finals: Vec<SeatOutcome> = Vec::with_capacity(self.verdicts.len());
+        for (i, verdict) in self.verdicts.into_iter().enumerate() {
+            finals.push(match verdict {
+                Verdict::Done(outcome) => outcome,
+                Verdict::Seat => self
+                    .chosen
+                    .remove(&i)
+                    .and_then(|id| self.created.remove(&id))
+                    .map(|r| SeatOutcome::Created(Box::new(r)))
+                    .unwrap_or(SeatOutcome::Refused(SeatRefusal::SoldOut)),
+                Verdict::RepeatOf(j) => match &finals[j] {
+                    replayed @ SeatOutcome::Replayed(_) => replayed.clone(),
+                    first => SeatOutcome::Replayed(Box::new(first.clone())),
+                },
+            });
+        }
+        finals
+    }
+}
+
+/// Judges the batches against their locked ticket types and writes their registrations, seat
+/// counts and idempotency records in `tx` (announcements are left to the caller's outbox
+/// write). A ticket type that no longer exists fails the whole transaction with not found.
+async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>> {
+    let read = reads::read(tx, batches).await?;
+    let offers = batches
+        .iter()
+        .map(|b| {
+            read.offers
+                .get(&b.ticket_type)
+                .ok_or_else(Refusal::not_found)
+        })
+        .collect::<std::result::Result<Vec<&Offer>, Refusal>>()?;
+    let mut verdicts: Vec<Vec<Verdict>> = batches
+        .iter()
+        .zip(&offers)
+        .map(|(b, offer)| judge(b, offer, &read.people, &read.answered))
+        .collect();
+
+    // People holding a seat from the waiting list get it back for their own registration.
+    let holders =
+        futures_util::future::try_join_all(batches.iter().zip(&offers).zip(&verdicts).map(
+            |((batch, offer), verdicts)| async move {
+                let seekers: Vec<Uuid> = verdicts
+                    .iter()
+                    .zip(batch.requests)
+                    .filter(|(v, _)| matches!(v, Verdict::Seat))
+                    .map(|(_, r)| r.user.as_uuid())
+                    .collect();
+                if !offer.any_holds || seekers.is_empty() {
+                    return Ok(HashSet::new());
+                }
+                let held =
+                    super::waitlist::convert_holds(tx, batch.ticket_type, &seekers, batch.now)
+                        .await?;
+                Ok::<_, crate::Error>(held.into_iter().collect::<HashSet<Uuid>>())
+            },
+        ))
+        .await?;
+
+    let mut records = Records::default();
+    let mut new = Vec::new();
+    let mut counted = Vec::new();
+    let mut chosen: Vec<HashMap<usize, Uuid>> = Vec::with_capacity(batches.len());
+    for (((batch, offer), verdicts), holders) in
+        batches.iter().zip(&offers).zip(&mut verdicts).zip(&holders)
+    {
+        let status = RegistrationStatus::initial(offer.price, offer.minutes);
+        let expires_at = status.deadline(offer.minutes, batch.now);
+        // A held seat goes to its holder only; everyone else shares what is free.
+        let mut free = offer.free;
+        let mut seats = HashMap::new();
+        for (i, verdict) in verdicts.iter_mut().enumerate() {
+            let request = &batch.requests[i];
+            if let Verdict::Done(outcome) = verdict {
+                if let Some((name, _)) = outcome.record() {
+                    records.push(batch.tenant, request, name, None);
+                }
+                continue;
+            }
+            if !matches!(verdict, Verdict::Seat) {
+                continue;
+            }
+            if !holders.contains(&request.user.as_uuid()) {
+                if free == 0 {
+                    *verdict = Verdict::Done(SeatOutcome::Refused(SeatRefusal::SoldOut));
+                    records.push(batch.tenant, request, SeatRefusal::SoldOut.as_str(), None);
+                    continue;
+                }
+                free -= 1;
+            }
+            let id = Uuid::now_v7();
+            seats.insert(i, id);
+            records.push(batch.tenant, request, "CREATED", Some(id));
+            new.push(NewRegistration {
+                id,
+                code: confirmation_code(rand::random()),
+                tenant: batch.tenant,
+                event: offer.event,
+                ticket_type: batch.ticket_type,
+                status,
+                price: offer.price,
+                currency: &offer.currency,
+                expires_at,
+                now: batch.now,
+                request,
+            });
+        }
+        if !seats.is_empty() {
+            let n = seats.len() as i32;
+            let (sold, reserved) = match status.seat() {
+                Seat::Sold => (n, 0),
+                _ => (0, n),
+            };
+            counted.push(Counted {
+                ticket_type: batch.ticket_type,
+                sold,
+                reserved,
+            });
+        }
+        chosen.push(seats);
+    }
+
+    let (rows, ()) = tokio::try_join!(writes::insert(tx, &new, &counted), records.insert(tx))?;
+    let index: HashMap<Uuid, usize> = batches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.ticket_type, i))
+        .collect();
+    let mut written: Vec<Written> = verdicts
+        .into_iter()
+        .zip(chosen)
+        .map(|(verdicts, chosen)| Written {
+            verdicts,
+            chosen,
+            created: HashMap::new(),
+            events: Vec::new(),
+        })
+        .collect();
+    for row in &rows {
+        let registration = from_row(row);
+        let Some(&i) = index.get(&registration.ticket_type_id) else {
+            continue;
+        };
+        written[i].events.push(Envelope::of(
+            &DomainEvent::RegistrationCreated(payload(&registration, &offers[i].summary)),
+            Some(batches[i].tenant),
+            Some(registration.user_id),
+        ));
+        written[i].created.insert(registration.id, registration);
+    }
+    // Registering ends one's wait for the event's other ticket types.
+    futures_util::future::try_join_all(
+        written
+            .iter()
+            .zip(&offers)
+            .filter(|(w, o)| o.anyone_waiting && !w.created.is_empty())
+            .map(|(w, offer)| {
+                let registered: Vec<Uuid> =
+                    w.created.values().map(|r| r.user_id.as_uuid()).collect();
+                async move { super::waitlist::close_for(tx, offer.event, &registered).await }
+            }),
+    )
+    .await?;
+    Ok(written)
+}
+
+/// Whether a failed batch should be retried one request at a time (a concurrent writer
+/// elsewhere, the same key used for another ticket type at the same moment, or a
+/// confirmation-code collision).
+pub fn is_conflict(error: &crate::Error) -> bool {
+    matches!(error, crate::Error::Db(e) if e.is_unique_violation())
+}
+
+/// Forgets seat-request records older than `hours` (their keys may then be used again).
+pub async fn purge(db: &Database, hours: u32) -> Result<u64> {
+    let tx = db.begin(Scope::system()).await?;
+    let n = tx
+        .execute(
+            "DELETE FROM event_service.seat_requests WHERE created_at < now() - make_interval(hours => $1)",
+            &[&(hours as i32)],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(n)
+}

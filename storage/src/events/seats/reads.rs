@@ -1,0 +1,197 @@
+//! What a seat transaction reads before it judges: the locked ticket types with their events,
+//! who already holds a registration or belongs to a private event's group, and the earlier
+//! answers to the requests' keys. Each is one statement for every ticket type of the
+//! transaction, so PostgreSQL plans it once whether the transaction carries one ticket type
+//! or a hundred (planning the per-type statement again for every few seats was most of the
+//! database's work when many events sold together).
+
+use super::super::registrations::{COLUMN_COUNT, COLUMNS, SUMMARY_COLUMNS, from_row, summary_from};
+use super::{SeatBatch, SeatOutcome};
+use crate::Tx;
+use crate::error::Result;
+use domain::contract::events::EventSummary;
+use domain::events::lifecycle::EventStatus;
+use domain::events::seats::on_sale;
+use std::collections::{HashMap, HashSet};
+use tokio_postgres::types::ToSql;
+use uuid::Uuid;
+
+/// What the transaction read about one ticket type and its event.
+pub(super) struct Offer {
+    pub event: Uuid,
+    pub free: i32,
+    pub price: i64,
+    pub currency: String,
+    pub minutes: Option<i32>,
+    pub active: bool,
+    pub on_sale: bool,
+    pub status: EventStatus,
+    pub deleted: bool,
+    pub private: bool,
+    pub any_holds: bool,
+    pub anyone_waiting: bool,
+    pub summary: EventSummary,
+}
+
+/// Who, among the people asking, already holds an active registration for the event they
+/// ask about, and who belongs to its group: pairs of (event, user).
+#[derive(Default)]
+pub(super) struct People {
+    pub registered: HashSet<(Uuid, Uuid)>,
+    pub members: HashSet<(Uuid, Uuid)>,
+}
+
+/// The earlier answer to a (tenant, user, key): the request's hash and what it got.
+pub(super) type Answered = HashMap<(Uuid, Uuid, Uuid), (Vec<u8>, SeatOutcome)>;
+
+/// Everything a transaction reads before judging its batches.
+pub(super) struct Read {
+    pub offers: HashMap<Uuid, Offer>,
+    pub people: People,
+    pub answered: Answered,
+}
+
+/// Reads, in one round trip of three pipelined statements, what the batches need. The ticket
+/// types are locked (`FOR UPDATE`) in the order of their ids, with a key-share lock on their
+/// events; a ticket type that no longer exists is missing from `offers`.
+pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
+    let requests = || {
+        batches
+            .iter()
+            .flat_map(|b| b.requests.iter().map(move |r| (b, r)))
+    };
+    let events: Vec<Uuid> = requests().map(|(_, r)| r.event).collect();
+    let users: Vec<Uuid> = requests().map(|(_, r)| r.user.as_uuid()).collect();
+    let tenants: Vec<Uuid> = requests().map(|(b, _)| b.tenant.as_uuid()).collect();
+    let keys: Vec<Uuid> = requests().map(|(_, r)| r.key).collect();
+    let (offers, people, answered) = tokio::try_join!(
+        offers(tx, batches),
+        people(tx, &events, &users),
+        answered(tx, &tenants, &users, &keys)
+    )?;
+    Ok(Read {
+        offers,
+        people,
+        answered,
+    })
+}
+
+async fn offers(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<HashMap<Uuid, Offer>> {
+    let types: Vec<Uuid> = batches.iter().map(|b| b.ticket_type).collect();
+    // Each batch is judged at its own time.
+    let now_of: HashMap<Uuid, _> = batches.iter().map(|b| (b.ticket_type, b.now)).collect();
+    // ORDER BY under FOR UPDATE: rows are locked as they come out of the sort, so two
+    // transactions over overlapping ticket types lock them in the same order.
+    let sql = format!(
+        "SELECT t.id, t.event_id, t.quantity - t.sold_count - t.reserved_count, t.price_cents, t.currency,
+            t.reservation_minutes, t.is_active, t.sales_start, t.sales_end,
+            e.status, e.deleted_at IS NOT NULL, e.group_id IS NOT NULL,
+            EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.ticket_type_id = t.id AND w.status = 'NOTIFIED'),
+            EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.event_id = t.event_id AND w.status = 'WAITING'),
+            {SUMMARY_COLUMNS}
+         FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
+         WHERE t.id = ANY($1::uuid[])
+         ORDER BY t.id
+         FOR UPDATE OF t FOR KEY SHARE OF e"
+    );
+    let stmt = tx.prepare_cached(&sql).await?;
+    let rows = tx.query(&stmt, &[&types]).await?;
+    Ok(rows
+        .iter()
+        .filter_map(|row| {
+            let ticket_type: Uuid = row.get(0);
+            let now = *now_of.get(&ticket_type)?;
+            let event: Uuid = row.get(1);
+            let offer = Offer {
+                event,
+                free: row.get::<_, i32>(2).max(0),
+                price: row.get(3),
+                currency: row.get(4),
+                minutes: row.get(5),
+                active: row.get(6),
+                on_sale: on_sale(row.get(6), row.get(7), row.get(8), now),
+                status: row
+                    .get::<_, String>(9)
+                    .parse()
+                    .unwrap_or(EventStatus::Cancelled),
+                deleted: row.get(10),
+                private: row.get(11),
+                any_holds: row.get(12),
+                anyone_waiting: row.get(13),
+                summary: summary_from(row, event, 14),
+            };
+            Some((ticket_type, offer))
+        })
+        .collect())
+}
+
+async fn people(tx: &Tx, events: &[Uuid], users: &[Uuid]) -> Result<People> {
+    if users.is_empty() {
+        return Ok(People::default());
+    }
+    // Each probe is LATERAL … LIMIT 1 so it stays an index probe of one (event, user) pair:
+    // during a burst the planner's statistics still describe empty events and might
+    // otherwise read all of an event's registrations for every person. The probes read the
+    // statement's snapshot; a registration committed elsewhere meanwhile is still refused by
+    // the unique index, and the batch is then retried one request at a time.
+    let stmt = tx
+        .prepare_cached(
+            "SELECT u.event_id, u.user_id, reg.yes IS NOT NULL, mem.yes IS NOT NULL
+             FROM UNNEST($1::uuid[], $2::uuid[]) AS u(event_id, user_id)
+             LEFT JOIN LATERAL (SELECT true AS yes FROM event_service.registrations r
+                 WHERE r.event_id = u.event_id AND r.user_id = u.user_id
+                   AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN') LIMIT 1) reg ON true
+             LEFT JOIN LATERAL (SELECT true AS yes FROM event_service.events e
+                 JOIN event_service.group_members m ON m.group_id = e.group_id AND m.user_id = u.user_id
+                 WHERE e.id = u.event_id LIMIT 1) mem ON true
+             WHERE reg.yes OR mem.yes",
+        )
+        .await?;
+    let params: [&(dyn ToSql + Sync); 2] = [&events, &users];
+    let mut people = People::default();
+    for row in tx.query(&stmt, &params).await? {
+        let pair = (row.get(0), row.get(1));
+        if row.get(2) {
+            people.registered.insert(pair);
+        }
+        if row.get(3) {
+            people.members.insert(pair);
+        }
+    }
+    Ok(people)
+}
+
+async fn answered(tx: &Tx, tenants: &[Uuid], users: &[Uuid], keys: &[Uuid]) -> Result<Answered> {
+    if users.is_empty() {
+        return Ok(Answered::new());
+    }
+    let sql = format!(
+        "SELECT {COLUMNS}, u.tenant_id, s.user_id, s.key, s.request_hash, s.outcome, s.registration_id IS NOT NULL
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[]) AS u(tenant_id, user_id, key)
+         CROSS JOIN LATERAL (SELECT * FROM event_service.seat_requests s
+             WHERE s.tenant_id = u.tenant_id AND s.user_id = u.user_id AND s.key = u.key LIMIT 1) s
+         LEFT JOIN event_service.registrations r ON r.id = s.registration_id"
+    );
+    let stmt = tx.prepare_cached(&sql).await?;
+    let params: [&(dyn ToSql + Sync); 3] = [&tenants, &users, &keys];
+    Ok(tx
+        .query(&stmt, &params)
+        .await?
+        .iter()
+        .map(|r| {
+            let at = COLUMN_COUNT;
+            let outcome = if r.get::<_, bool>(at + 5) {
+                SeatOutcome::Created(Box::new(from_row(r)))
+            } else {
+                r.get::<_, String>(at + 4)
+                    .parse()
+                    .map(SeatOutcome::Refused)
+                    .unwrap_or(SeatOutcome::NotFound)
+            };
+            (
+                (r.get(at), r.get(at + 1), r.get(at + 2)),
+                (r.get(at + 3), outcome),
+            )
+        })
+        .collect())
+}
