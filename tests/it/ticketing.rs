@@ -1541,7 +1541,22 @@ async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys
         "the repeated request gets its first registration back, got {:?}",
         outcomes[2]
     );
-    for (ticket_type, sold) in [(first, 1), (second, 1), (other, 1)] {
+    // A request naming another event than its ticket type's is not found, and the batch
+    // beside it in the transaction is unaffected.
+    let (astray, beside) = (
+        vec![ask(event_b, domain::ids::UserId::new(), Uuid::new_v4(), 4)],
+        vec![ask(event_b, domain::ids::UserId::new(), Uuid::new_v4(), 5)],
+    );
+    let outcomes = seats::commit_batches(
+        &db,
+        &fence,
+        &[batch(a, second, &astray), batch(b, other, &beside)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcomes[0], vec![SeatOutcome::NotFound]);
+    assert!(matches!(&outcomes[1][..], [SeatOutcome::Created(r)] if r.ticket_type_id == other));
+    for (ticket_type, sold) in [(first, 1), (second, 1), (other, 2)] {
         assert_eq!(
             storage::events::registrations::seat_audit(&db, ticket_type)
                 .await

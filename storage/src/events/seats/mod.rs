@@ -197,18 +197,28 @@ impl Written {
 /// write). A ticket type that no longer exists fails the whole transaction with not found.
 async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>> {
     let read = reads::read(tx, batches).await?;
-    let offers = batches
+    if batches
         .iter()
-        .map(|b| {
-            read.offers
-                .get(&b.ticket_type)
-                .ok_or_else(Refusal::not_found)
-        })
-        .collect::<std::result::Result<Vec<&Offer>, Refusal>>()?;
+        .any(|b| !read.offers.types.contains(&b.ticket_type))
+    {
+        return Err(Refusal::not_found().into());
+    }
+    // A batch without an offer named only other events than its type's: all not found.
+    let offers: Vec<Option<&Offer>> = batches
+        .iter()
+        .map(|b| read.offers.offers.get(&b.ticket_type))
+        .collect();
     let mut verdicts: Vec<Vec<Verdict>> = batches
         .iter()
         .zip(&offers)
-        .map(|(b, offer)| judge(b, offer, &read.people, &read.answered))
+        .map(|(b, offer)| match offer {
+            Some(offer) => judge(b, offer, &read.people, &read.answered),
+            None => b
+                .requests
+                .iter()
+                .map(|_| Verdict::Done(SeatOutcome::NotFound))
+                .collect(),
+        })
         .collect();
 
     // People holding a seat from the waiting list get it back for their own registration.
@@ -221,7 +231,7 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
                     .filter(|(v, _)| matches!(v, Verdict::Seat))
                     .map(|(_, r)| r.user.as_uuid())
                     .collect();
-                if !offer.any_holds || seekers.is_empty() {
+                if !offer.is_some_and(|o| o.any_holds) || seekers.is_empty() {
                     return Ok(HashSet::new());
                 }
                 let held =
@@ -239,6 +249,10 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
     for (((batch, offer), verdicts), holders) in
         batches.iter().zip(&offers).zip(&mut verdicts).zip(&holders)
     {
+        let Some(offer) = offer else {
+            chosen.push(HashMap::new());
+            continue;
+        };
         let status = RegistrationStatus::initial(offer.price, offer.minutes);
         let expires_at = status.deadline(offer.minutes, batch.now);
         // A held seat goes to its holder only; everyone else shares what is free.
@@ -313,11 +327,14 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
         .collect();
     for row in &rows {
         let registration = from_row(row);
-        let Some(&i) = index.get(&registration.ticket_type_id) else {
+        let Some((i, offer)) = index
+            .get(&registration.ticket_type_id)
+            .and_then(|&i| Some((i, offers[i]?)))
+        else {
             continue;
         };
         written[i].events.push(Envelope::of(
-            &DomainEvent::RegistrationCreated(payload(&registration, &offers[i].summary)),
+            &DomainEvent::RegistrationCreated(payload(&registration, &offer.summary)),
             Some(batches[i].tenant),
             Some(registration.user_id),
         ));
@@ -328,6 +345,7 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
         written
             .iter()
             .zip(&offers)
+            .filter_map(|(w, o)| Some((w, (*o)?)))
             .filter(|(w, o)| o.anyone_waiting && !w.created.is_empty())
             .map(|(w, offer)| {
                 let registered: Vec<Uuid> =

@@ -46,14 +46,14 @@ pub(super) type Answered = HashMap<(Uuid, Uuid, Uuid), (Vec<u8>, SeatOutcome)>;
 
 /// Everything a transaction reads before judging its batches.
 pub(super) struct Read {
-    pub offers: HashMap<Uuid, Offer>,
+    pub offers: Offers,
     pub people: People,
     pub answered: Answered,
 }
 
-/// Reads, in one round trip of three pipelined statements, what the batches need. The ticket
-/// types are locked (`FOR UPDATE`) in the order of their ids, with a key-share lock on their
-/// events; a ticket type that no longer exists is missing from `offers`.
+/// Reads, in one round trip of four pipelined statements, what the batches need (`offers`
+/// says what is locked and in which order); a ticket type that no longer exists is missing
+/// from `offers.types`.
 pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
     let requests = || {
         batches
@@ -76,53 +76,102 @@ pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
     })
 }
 
-async fn offers(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<HashMap<Uuid, Offer>> {
+/// What a transaction read about one event.
+struct EventRow {
+    status: EventStatus,
+    deleted: bool,
+    private: bool,
+    anyone_waiting: bool,
+    summary: EventSummary,
+}
+
+/// Locks the events the requests name (`FOR KEY SHARE`, so none is deleted meanwhile), then
+/// their ticket types (`FOR UPDATE`), each in id order. Events before ticket types is the
+/// order an organizer's change of a ticket type takes them in, so the two cannot deadlock.
+/// Each is a statement over one table: joined, the planner's estimate under row level security
+/// (one event) made a generic plan scan every event and probe the ticket types once per event.
+async fn offers(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Offers> {
     let types: Vec<Uuid> = batches.iter().map(|b| b.ticket_type).collect();
+    let mut events: Vec<Uuid> = batches
+        .iter()
+        .flat_map(|b| b.requests.iter().map(|r| r.event))
+        .collect();
+    events.sort_unstable();
+    events.dedup();
+    let events_sql = format!(
+        "SELECT e.id, e.status, e.deleted_at IS NOT NULL, e.group_id IS NOT NULL,
+            EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.event_id = e.id AND w.status = 'WAITING'),
+            {SUMMARY_COLUMNS}
+         FROM event_service.events e WHERE e.id = ANY($1::uuid[])
+         ORDER BY e.id FOR KEY SHARE"
+    );
+    let types_sql = "SELECT t.id, t.event_id, t.quantity - t.sold_count - t.reserved_count, t.price_cents,
+            t.currency, t.reservation_minutes, t.is_active, t.sales_start, t.sales_end,
+            EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.ticket_type_id = t.id AND w.status = 'NOTIFIED')
+         FROM event_service.ticket_types t WHERE t.id = ANY($1::uuid[])
+         ORDER BY t.id FOR UPDATE";
+    let (events_stmt, types_stmt) =
+        tokio::try_join!(tx.prepare_cached(&events_sql), tx.prepare_cached(types_sql))?;
+    // Sent in this order on one connection, so the events are locked first.
+    let (event_rows, type_rows) = tokio::try_join!(
+        async { Ok::<_, crate::Error>(tx.query(&events_stmt, &[&events]).await?) },
+        async { Ok::<_, crate::Error>(tx.query(&types_stmt, &[&types]).await?) },
+    )?;
+    let read_events: HashMap<Uuid, EventRow> = event_rows
+        .iter()
+        .map(|row| {
+            let id: Uuid = row.get(0);
+            let event = EventRow {
+                status: row
+                    .get::<_, String>(1)
+                    .parse()
+                    .unwrap_or(EventStatus::Cancelled),
+                deleted: row.get(2),
+                private: row.get(3),
+                anyone_waiting: row.get(4),
+                summary: summary_from(row, id, 5),
+            };
+            (id, event)
+        })
+        .collect();
     // Each batch is judged at its own time.
     let now_of: HashMap<Uuid, _> = batches.iter().map(|b| (b.ticket_type, b.now)).collect();
-    // ORDER BY under FOR UPDATE: rows are locked as they come out of the sort, so two
-    // transactions over overlapping ticket types lock them in the same order.
-    let sql = format!(
-        "SELECT t.id, t.event_id, t.quantity - t.sold_count - t.reserved_count, t.price_cents, t.currency,
-            t.reservation_minutes, t.is_active, t.sales_start, t.sales_end,
-            e.status, e.deleted_at IS NOT NULL, e.group_id IS NOT NULL,
-            EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.ticket_type_id = t.id AND w.status = 'NOTIFIED'),
-            EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.event_id = t.event_id AND w.status = 'WAITING'),
-            {SUMMARY_COLUMNS}
-         FROM event_service.ticket_types t JOIN event_service.events e ON e.id = t.event_id
-         WHERE t.id = ANY($1::uuid[])
-         ORDER BY t.id
-         FOR UPDATE OF t FOR KEY SHARE OF e"
-    );
-    let stmt = tx.prepare_cached(&sql).await?;
-    let rows = tx.query(&stmt, &[&types]).await?;
-    Ok(rows
-        .iter()
-        .filter_map(|row| {
-            let ticket_type: Uuid = row.get(0);
-            let now = *now_of.get(&ticket_type)?;
-            let event: Uuid = row.get(1);
-            let offer = Offer {
+    let mut offers = Offers::default();
+    for row in &type_rows {
+        let ticket_type: Uuid = row.get(0);
+        offers.types.insert(ticket_type);
+        let event: Uuid = row.get(1);
+        let (Some(now), Some(read)) = (now_of.get(&ticket_type), read_events.get(&event)) else {
+            // No request named the type's own event: each will be told it is not found.
+            continue;
+        };
+        offers.offers.insert(
+            ticket_type,
+            Offer {
                 event,
                 free: row.get::<_, i32>(2).max(0),
                 price: row.get(3),
                 currency: row.get(4),
                 minutes: row.get(5),
                 active: row.get(6),
-                on_sale: on_sale(row.get(6), row.get(7), row.get(8), now),
-                status: row
-                    .get::<_, String>(9)
-                    .parse()
-                    .unwrap_or(EventStatus::Cancelled),
-                deleted: row.get(10),
-                private: row.get(11),
-                any_holds: row.get(12),
-                anyone_waiting: row.get(13),
-                summary: summary_from(row, event, 14),
-            };
-            Some((ticket_type, offer))
-        })
-        .collect())
+                on_sale: on_sale(row.get(6), row.get(7), row.get(8), *now),
+                status: read.status,
+                deleted: read.deleted,
+                private: read.private,
+                any_holds: row.get(9),
+                anyone_waiting: read.anyone_waiting,
+                summary: read.summary.clone(),
+            },
+        );
+    }
+    Ok(offers)
+}
+
+/// The ticket types that exist, and the offers of those whose event a request named.
+#[derive(Default)]
+pub(super) struct Offers {
+    pub types: HashSet<Uuid>,
+    pub offers: HashMap<Uuid, Offer>,
 }
 
 async fn people(tx: &Tx, events: &[Uuid], users: &[Uuid]) -> Result<People> {
