@@ -209,7 +209,7 @@ pub async fn start_with(
         None
     };
     let config = Arc::new(config);
-    let state = AppState {
+    let state = AppState::new(http::state::Parts {
         db: db.clone(),
         broker: broker.clone(),
         config: config.clone(),
@@ -229,7 +229,7 @@ pub async fn start_with(
         analytics,
         notifications,
         peers: http::peers::Peers::new(&config),
-    };
+    });
 
     let schemas: Vec<Schema> = node_config
         .services

@@ -1,8 +1,9 @@
 //! Shared pieces of the benchmarks: closed-loop and open-loop load runners and latency figures;
 //! `sale` holds what the sale benchmarks (`cluster`, `outside`) share, `history` the past sales
-//! seeded before a burst (`outside` with `HISTORY`).
+//! seeded before a burst (`outside` with `HISTORY`), `node` the whole platform as one process.
 
 pub mod history;
+pub mod node;
 pub mod sale;
 
 use std::future::Future;

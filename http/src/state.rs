@@ -10,9 +10,29 @@ use storage::Database;
 use storage::broker::Broker;
 use storage::mail::Mailer;
 
-/// Shared state of a process.
+/// Shared state of a process. Every request clones it once per layer it passes through, so a
+/// clone is one reference count (cloning the parts themselves was a tenth of a node's CPU in a
+/// burst); the parts are read through `Deref`.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Parts>);
+
+impl AppState {
+    /// The state made of `parts`.
+    pub fn new(parts: Parts) -> AppState {
+        AppState(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Parts;
+
+    fn deref(&self) -> &Parts {
+        &self.0
+    }
+}
+
+/// What `AppState` holds.
+pub struct Parts {
     /// The connection pool.
     pub db: Database,
     /// Where events are published and consumed.

@@ -625,3 +625,67 @@ async fn a_malformed_event_in_a_burst_is_dead_lettered_and_the_rest_applied_in_o
     assert!(eventually(5, || async { ledger_ids(&t).await == good }).await);
     assert!(good.iter().all(|id| ledger.tries(*id) == 1));
 }
+
+/// Waits at its gate before applying anything, and counts what it applied.
+struct Gated {
+    gate: tokio::sync::watch::Receiver<bool>,
+    handled: AtomicUsize,
+}
+
+#[async_trait]
+impl Handler for Gated {
+    async fn handle(&self, _: &Envelope) -> Result<(), HandlerError> {
+        let mut gate = self.gate.clone();
+        gate.wait_for(|open| *open).await?;
+        self.handled.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_consumer_that_falls_behind_holds_its_publisher_instead_of_filling_memory() {
+    use storage::broker::QUEUE_BOUND;
+    let broker = MemoryBroker::new(RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(10),
+    });
+    let (open, gate) = tokio::sync::watch::channel(false);
+    let handler = Arc::new(Gated {
+        gate,
+        handled: AtomicUsize::new(0),
+    });
+    broker
+        .subscribe(Subscription {
+            consumer: "slow".into(),
+            patterns: vec!["#".into()],
+            handler: handler.clone(),
+        })
+        .await
+        .unwrap();
+    let event = || Envelope::new("queue.me", None, None, serde_json::json!({}));
+    // The queue takes QUEUE_BOUND messages, the one its handler is stuck on included.
+    let first: Vec<Envelope> = (0..QUEUE_BOUND).map(|_| event()).collect();
+    for chunk in first.chunks(512) {
+        broker.publish(chunk).await.unwrap();
+    }
+    // One more is not taken: after waiting a while for room, nothing of it is confirmed and
+    // the publisher is told the consumer is behind (not that the broker failed).
+    let started = Instant::now();
+    let refused = broker.publish(&[event()]).await.unwrap_err();
+    assert_eq!((refused.confirmed, refused.behind), (0, true), "{refused}");
+    assert!(refused.reason.contains("slow"), "{refused}");
+    assert!(started.elapsed() >= Duration::from_millis(500));
+    assert_eq!(handler.handled.load(Ordering::SeqCst), 0);
+    // Once the consumer moves, room comes back and every message is applied once.
+    open.send(true).unwrap();
+    broker.publish(&[event()]).await.unwrap();
+    assert!(
+        eventually(10, || async {
+            handler.handled.load(Ordering::SeqCst) == QUEUE_BOUND + 1
+        })
+        .await,
+        "handled {} of {}",
+        handler.handled.load(Ordering::SeqCst),
+        QUEUE_BOUND + 1
+    );
+}

@@ -331,6 +331,7 @@ impl Broker for Outage {
             return Err(storage::broker::PublishError {
                 confirmed: 0,
                 reason: "broker down".into(),
+                behind: false,
             });
         }
         self.published

@@ -11,22 +11,19 @@
 //! before (`bench::history`), so the burst meets full tables instead of empty ones.
 
 use anyhow::Context;
+use bench::node::Node;
 use bench::sale::{
-    SECRET, SERVICE_SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks,
-    env_or, free_port, fresh_database, postgres_ticks, ready, sales, serve, shape, token,
+    Sales, admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks, env_or, fresh_database,
+    postgres_ticks, sales, shape, token,
 };
-use domain::config::Service;
 use domain::ids::UserId;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use uuid::Uuid;
 
 const DATABASE: &str = "bilet_bench_outside";
-
-/// The one node of the cluster.toml, running every service.
-const NODE: &str = "all";
 
 /// What the script prints when one of its threads has had all its answers.
 const THREAD_DONE: &str = "register-thread-done ";
@@ -75,97 +72,6 @@ fn setup() -> anyhow::Result<Setup> {
         timeout: env_or("TIMEOUT", 10),
         history: env_or("HISTORY", 0),
     })
-}
-
-/// One `bilet serve` running every service, its cluster.toml and data in a directory of its
-/// own; killed, and the directory removed, when dropped.
-struct Node {
-    child: Child,
-    gateway: String,
-    file: PathBuf,
-    dir: PathBuf,
-}
-
-impl Node {
-    fn start(bin: &Path, db_url: &str) -> anyhow::Result<Node> {
-        let dir =
-            std::env::temp_dir().join(format!("bilet-bench-outside-{}", Uuid::now_v7().simple()));
-        std::fs::create_dir_all(dir.join("data"))?;
-        let mut addresses = String::new();
-        let mut gateway = String::new();
-        for service in Service::ALL {
-            let port = free_port();
-            let url = format!("http://127.0.0.1:{port}");
-            addresses.push_str(&format!(
-                "[services.{}]\nlisten = \"127.0.0.1:{port}\"\nurl = \"{url}\"\n",
-                service.name()
-            ));
-            if service == Service::Gateway {
-                gateway = url;
-            }
-        }
-        let services = Service::ALL
-            .iter()
-            .map(|s| format!("\"{}\"", s.name()))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let file = dir.join("cluster.toml");
-        std::fs::write(
-            &file,
-            format!(
-                r#"
-data_dir = "{data}"
-node = "{NODE}"
-[log]
-filter = "error"
-[database]
-url = "{db_url}"
-pool_size = 48
-[broker]
-url = "memory"
-[auth]
-jwt_secret = "{SECRET}"
-service_secret = "{SERVICE_SECRET}"
-[gateway]
-user_per_minute = 4000000000
-public_per_minute = 4000000000
-{addresses}
-[[nodes]]
-name = "{NODE}"
-services = [{services}]
-"#,
-                data = dir.join("data").display(),
-            ),
-        )?;
-        let child = serve(bin, &file, NODE)?;
-        Ok(Node {
-            child,
-            gateway,
-            file,
-            dir,
-        })
-    }
-
-    /// Waits for the gateway's readiness; if the process died meanwhile, says so.
-    async fn ready(&mut self, client: &reqwest::Client) -> anyhow::Result<()> {
-        let ready = ready(client, &self.gateway).await;
-        if let Ok(Some(status)) = self.child.try_wait() {
-            anyhow::bail!(
-                "`bilet serve` exited ({status}); run `{} --config {} serve` to see why",
-                std::env::var("BILET_BIN").unwrap_or_else(|_| "bilet".into()),
-                self.file.display()
-            );
-        }
-        ready
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// One line per person, request *i* on event *i* mod events: path, a token signed for a new
@@ -331,7 +237,7 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
     let (synchronous_commit, fsync): (String, String) = (durability.get(0), durability.get(1));
-    let mut node = Node::start(&setup.bin, &db_url)?;
+    let mut node = Node::start(&setup.bin, &db_url, "outside")?;
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()?;

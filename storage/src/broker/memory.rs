@@ -6,6 +6,10 @@
 //! every subscribed consumer's delivery is on disk. The table keeps the retry schedule and the
 //! dead letters, and a bus starting takes up the deliveries a dead process left (see
 //! `deliveries` and `owner`). Built without (`new`), it keeps everything in memory.
+//!
+//! A consumer's queue holds at most `QUEUE_BOUND` messages: past that, publishing waits for
+//! it, so a consumer that falls behind slows its publishers (the relays, whose rows stay in
+//! their outbox) instead of growing the process's memory without bound.
 
 use super::{
     Broker, BrokerError, DeadLetter, HandlerError, PublishError, RetryPolicy, Subscription,
@@ -16,7 +20,7 @@ use async_trait::async_trait;
 use domain::envelope::{Envelope, topic_matches};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::AbortHandle;
 use uuid::Uuid;
 
@@ -26,6 +30,11 @@ const POLL: Duration = Duration::from_secs(1);
 const TAKE_UP_BATCH: i64 = 500;
 /// Handled deliveries forgotten per statement.
 const DELETE_BATCH: usize = 1_000;
+/// Messages a consumer's queue holds at most, retries included: what waits beyond it waits in
+/// the publisher's outbox, on disk.
+pub const QUEUE_BOUND: usize = 4096;
+/// How long a publish waits for room in a full queue before it confirms nothing.
+const ROOM_WAIT: Duration = Duration::from_secs(1);
 /// Queued messages a consumer hands its handler at once. A batch only forms from what queued
 /// up while the previous one was handled, so a quiet consumer still takes each event at once.
 const BATCH: usize = 256;
@@ -79,6 +88,8 @@ struct Queue {
     consumer: String,
     patterns: Vec<String>,
     sender: mpsc::UnboundedSender<Pending>,
+    /// One permit per message the queue may still take.
+    room: Arc<Semaphore>,
 }
 
 struct Pending {
@@ -86,6 +97,14 @@ struct Pending {
     attempt: u32,
     /// Its row in `broker.deliveries`, on a durable bus.
     row: Option<Uuid>,
+    /// Its place in the queue, given back when the message is handled or dropped.
+    place: Option<OwnedSemaphorePermit>,
+}
+
+/// Waits for a place in a consumer's queue (none if the bus is shutting down: the message is
+/// then sent without one, and the closing queue drops it).
+async fn place_in(room: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
+    room.clone().acquire_owned().await.ok()
 }
 
 impl MemoryBroker {
@@ -147,12 +166,15 @@ impl MemoryBroker {
 }
 
 impl Bus {
-    fn sender_of(&self, consumer: &str) -> Option<mpsc::UnboundedSender<Pending>> {
+    fn sender_of(
+        &self,
+        consumer: &str,
+    ) -> Option<(mpsc::UnboundedSender<Pending>, Arc<Semaphore>)> {
         let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         queues
             .iter()
             .find(|q| q.consumer == consumer)
-            .map(|q| q.sender.clone())
+            .map(|q| (q.sender.clone(), q.room.clone()))
     }
 
     fn consumers(&self) -> Vec<String> {
@@ -211,7 +233,13 @@ impl Bus {
 impl Broker for MemoryBroker {
     async fn publish(&self, events: &[Envelope]) -> Result<(), PublishError> {
         let bus = &self.inner.bus;
-        let routed: Vec<(mpsc::UnboundedSender<Pending>, String, &Envelope)> = {
+        type Route<'a> = (
+            mpsc::UnboundedSender<Pending>,
+            Arc<Semaphore>,
+            String,
+            &'a Envelope,
+        );
+        let routed: Vec<Route<'_>> = {
             let queues = bus.queues.lock().unwrap_or_else(|p| p.into_inner());
             events
                 .iter()
@@ -223,17 +251,36 @@ impl Broker for MemoryBroker {
                                 .iter()
                                 .any(|p| topic_matches(p, &event.event_type))
                         })
-                        .map(move |q| (q.sender.clone(), q.consumer.clone(), event))
+                        .map(move |q| (q.sender.clone(), q.room.clone(), q.consumer.clone(), event))
                 })
                 .collect()
         };
+        // Places first, so a full queue holds the publisher before anything is written; not
+        // for long, as a relay publishes inside a transaction: past ROOM_WAIT nothing is
+        // confirmed, and the relay tries again later with the rows still in its outbox.
+        let deadline = tokio::time::Instant::now() + ROOM_WAIT;
+        let mut places = Vec::with_capacity(routed.len());
+        for (_, room, consumer, _) in &routed {
+            match tokio::time::timeout_at(deadline, place_in(room)).await {
+                Ok(place) => places.push(place),
+                Err(_) => {
+                    return Err(PublishError {
+                        confirmed: 0,
+                        reason: format!(
+                            "consumer {consumer} is behind ({QUEUE_BOUND} messages queued)"
+                        ),
+                        behind: true,
+                    });
+                }
+            }
+        }
         let rows: Vec<Option<Uuid>> = match &bus.store {
             Some(store) => {
                 let ids: Vec<Uuid> = routed.iter().map(|_| Uuid::now_v7()).collect();
                 let rows: Vec<(Uuid, &str, &Envelope)> = routed
                     .iter()
                     .zip(&ids)
-                    .map(|((_, consumer, event), id)| (*id, consumer.as_str(), *event))
+                    .map(|((_, _, consumer, event), id)| (*id, consumer.as_str(), *event))
                     .collect();
                 // One statement for the batch: all of it is confirmed, or none.
                 deliveries::record(&store.db, store.owner, &rows)
@@ -241,18 +288,20 @@ impl Broker for MemoryBroker {
                     .map_err(|e| PublishError {
                         confirmed: 0,
                         reason: e.to_string(),
+                        behind: false,
                     })?;
                 ids.into_iter().map(Some).collect()
             }
             None => vec![None; routed.len()],
         };
-        for ((sender, _, event), row) in routed.into_iter().zip(rows) {
+        for (((sender, _, _, event), row), place) in routed.into_iter().zip(rows).zip(places) {
             // A closed queue means its consumer stopped; like an unbound queue, it no longer
             // receives (a durable row stays for whoever takes it up).
             let _ = sender.send(Pending {
                 event: event.clone(),
                 attempt: 1,
                 row,
+                place,
             });
         }
         Ok(())
@@ -268,6 +317,7 @@ impl Broker for MemoryBroker {
                 consumer: subscription.consumer.clone(),
                 patterns: subscription.patterns.clone(),
                 sender: sender.clone(),
+                room: Arc::new(Semaphore::new(QUEUE_BOUND)),
             });
         }
         self.spawn(consume(bus.clone(), subscription, sender, receiver));
@@ -306,7 +356,7 @@ impl Broker for MemoryBroker {
             store.wake.notify_one();
             return Ok(n);
         }
-        let sender = bus
+        let (sender, room) = bus
             .sender_of(consumer)
             .ok_or(BrokerError::Unsupported("no such consumer on this node"))?;
         let replayed: Vec<DeadLetter> = {
@@ -321,6 +371,7 @@ impl Broker for MemoryBroker {
                 event: letter,
                 attempt: 1,
                 row: None,
+                place: place_in(&room).await,
             });
         }
         Ok(count)
@@ -386,19 +437,21 @@ impl Consumer {
             }
             return;
         }
-        let (events, tickets): (Vec<Envelope>, Vec<(u32, Option<Uuid>)>) = batch
+        type Ticket = (u32, Option<Uuid>, Option<OwnedSemaphorePermit>);
+        let (events, tickets): (Vec<Envelope>, Vec<Ticket>) = batch
             .into_iter()
-            .map(|p| (p.event, (p.attempt, p.row)))
+            .map(|p| (p.event, (p.attempt, p.row, p.place)))
             .unzip();
         let result = self.subscription.handler.handle_batch(&events).await;
         let count = events.len();
         let batch = events
             .into_iter()
             .zip(tickets)
-            .map(|(event, (attempt, row))| Pending {
+            .map(|(event, (attempt, row, place))| Pending {
                 event,
                 attempt,
                 row,
+                place,
             });
         match result {
             Ok(()) => batch.for_each(|pending| self.bus.done(&pending)),
@@ -533,11 +586,13 @@ async fn hand_over(bus: &Bus, store: &Store, delivery: deliveries::Taken) {
         }
     };
     // Only consumers of this bus are taken up, and queues are never removed.
-    if let Some(sender) = bus.sender_of(&delivery.consumer) {
+    if let Some((sender, room)) = bus.sender_of(&delivery.consumer) {
+        let place = place_in(&room).await;
         let _ = sender.send(Pending {
             event,
             attempt: delivery.attempt,
             row: Some(delivery.id),
+            place,
         });
     }
 }

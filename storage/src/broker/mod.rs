@@ -9,7 +9,7 @@ mod memory;
 mod owner;
 mod rabbit;
 
-pub use memory::MemoryBroker;
+pub use memory::{MemoryBroker, QUEUE_BOUND};
 pub use rabbit::RabbitBroker;
 
 use async_trait::async_trait;
@@ -60,6 +60,9 @@ pub struct PublishError {
     pub confirmed: usize,
     /// Why the rest was not.
     pub reason: String,
+    /// The broker is healthy but a consumer's queue is full: publish again shortly, without
+    /// counting it as a failure.
+    pub behind: bool,
 }
 
 /// Failure of a broker operation other than publishing.

@@ -387,7 +387,11 @@ async fn reject(delivery: &Delivery) -> lapin::Result<()> {
 #[async_trait]
 impl Broker for RabbitBroker {
     async fn publish(&self, events: &[Envelope]) -> Result<(), PublishError> {
-        let fail = |confirmed: usize, reason: String| PublishError { confirmed, reason };
+        let fail = |confirmed: usize, reason: String| PublishError {
+            confirmed,
+            reason,
+            behind: false,
+        };
         let channel = self.publisher().await.map_err(|e| fail(0, e.to_string()))?;
         let mut confirms = Vec::with_capacity(events.len());
         for event in events {

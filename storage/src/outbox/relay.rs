@@ -14,6 +14,8 @@ use tokio::task::JoinHandle;
 
 /// Rows published per round; a full round is followed by another at once.
 const BATCH: i64 = 200;
+/// The pause before publishing again to a consumer that is behind.
+const BEHIND_PAUSE: Duration = Duration::from_millis(100);
 /// Published rows are kept this long for inspection, then deleted.
 const KEEP_PUBLISHED: &str = "7 days";
 
@@ -117,6 +119,15 @@ async fn run_schema(
                     _ = stop.changed() => return,
                 }
             }
+            // Backpressure, not a failure: the broker waited for room already; try again
+            // soon, at the pace the consumer frees it.
+            Err(RoundError::Behind(reason)) => {
+                tracing::debug!(schema = schema.name(), %reason, "outbox relay waits for a consumer");
+                tokio::select! {
+                    _ = tokio::time::sleep(BEHIND_PAUSE) => {}
+                    _ = stop.changed() => return,
+                }
+            }
             Err(e) => {
                 failures = failures.saturating_add(1);
                 let pause = backoff(failures);
@@ -141,6 +152,9 @@ enum RoundError {
     Db(#[from] DbError),
     #[error("broker refused: {0}")]
     Broker(String),
+    /// A consumer's queue is full: the rows wait in the outbox, on disk.
+    #[error("a consumer is behind: {0}")]
+    Behind(String),
 }
 
 /// Publishes up to BATCH pending rows; returns how many were confirmed.
@@ -189,7 +203,7 @@ async fn publish_round(
         .collect();
     let (confirmed, failure) = match broker.publish(&events).await {
         Ok(()) => (events.len(), None),
-        Err(e) => (e.confirmed, Some(e.reason)),
+        Err(e) => (e.confirmed, Some((e.reason, e.behind))),
     };
     if confirmed > 0 {
         let ids: Vec<uuid::Uuid> = events[..confirmed].iter().map(|e| e.id.as_uuid()).collect();
@@ -202,7 +216,8 @@ async fn publish_round(
     }
     tx.commit().await?;
     match failure {
-        Some(reason) => Err(RoundError::Broker(reason)),
+        Some((reason, true)) => Err(RoundError::Behind(reason)),
+        Some((reason, false)) => Err(RoundError::Broker(reason)),
         None => Ok(confirmed),
     }
 }

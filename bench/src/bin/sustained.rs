@@ -1,0 +1,251 @@
+//! A sustained sale rather than a burst: RATE registrations a second offered on schedule (open
+//! loop: request *i* is sent at *i* / RATE seconds whether or not earlier ones have answered,
+//! and its latency counts from then) for DURATION seconds to one `bilet serve` running the whole
+//! platform, spread over EVENTS events with a seat for every request. Then how long the outbox
+//! and every consumer take to catch up (every announcement published and delivered, a
+//! participant, a settled ticket message and an analytics record per registration), and the
+//! node's memory before the load, at its peak, once drained and 10 s later.
+//!
+//! `cargo build --release -p bilet --bin bilet -p bench --bin sustained && target/release/sustained`
+//! (DATABASE_URL: an owner connection; the database `bilet_bench_sustained` is recreated).
+//! RATE (3,000), DURATION (60), EVENTS (64), DRAIN_LIMIT (300 s); BILET_BIN names `bilet`.
+
+use anyhow::Context;
+use bench::node::Node;
+use bench::sale::{
+    admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks, env_or, fresh_database,
+    postgres_ticks, sales, token,
+};
+use domain::analytics::TrackType;
+use domain::ids::UserId;
+use domain::notifications::Kind as MessageKind;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+const DATABASE: &str = "bilet_bench_sustained";
+
+/// Open-loop requests in flight at most; beyond it the scheduled ones wait, their latency
+/// still counting.
+const IN_FLIGHT: usize = 4096;
+
+/// Resident memory of a process, in kB (`VmRSS` of /proc/<pid>/status).
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// What is still to be done downstream of the registrations.
+#[derive(Debug, PartialEq)]
+struct Backlog {
+    unpublished: i64,
+    undelivered: i64,
+    registrations: i64,
+    participants: i64,
+    unsettled_messages: i64,
+    messages: i64,
+    analytics: i64,
+}
+
+impl Backlog {
+    async fn read(db: &tokio_postgres::Client) -> anyhow::Result<Backlog> {
+        let row = db
+            .query_one(
+                "SELECT (SELECT count(*) FROM event_service.outbox WHERE published_at IS NULL),
+                        (SELECT count(*) FROM broker.deliveries),
+                        (SELECT count(*) FROM event_service.registrations),
+                        (SELECT count(*) FROM notification_service.participants),
+                        (SELECT count(*) FROM notification_service.messages
+                         WHERE kind = $1 AND status IN ('QUEUED', 'SENDING')),
+                        (SELECT count(*) FROM notification_service.messages WHERE kind = $1),
+                        (SELECT count(*) FROM analytics_service.analytics_events WHERE event_type = $2)",
+                &[
+                    &MessageKind::RegistrationConfirmed.as_str(),
+                    &TrackType::RegistrationCompleted.as_str(),
+                ],
+            )
+            .await
+            .context("read the backlog")?;
+        Ok(Backlog {
+            unpublished: row.get(0),
+            undelivered: row.get(1),
+            registrations: row.get(2),
+            participants: row.get(3),
+            unsettled_messages: row.get(4),
+            messages: row.get(5),
+            analytics: row.get(6),
+        })
+    }
+
+    fn drained(&self) -> bool {
+        self.unpublished == 0
+            && self.undelivered == 0
+            && self.unsettled_messages == 0
+            && self.participants == self.registrations
+            && self.messages == self.registrations
+            && self.analytics == self.registrations
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let rate = env_or("RATE", 3000);
+    let duration = env_or("DURATION", 60);
+    let events = env_or("EVENTS", 64).max(1);
+    let drain_limit = Duration::from_secs(env_or("DRAIN_LIMIT", 300) as u64);
+    let per_event = (rate * duration).div_ceil(events);
+    let total = per_event * events;
+    let bin = bilet_bin()?;
+    let db_url = fresh_database(&admin_url(), DATABASE).await?;
+    let (db, connection) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    let mut node = Node::start(&bin, &db_url, "sustained")?;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .pool_max_idle_per_host(IN_FLIGHT)
+        .build()?;
+    node.ready(&client).await?;
+    let sales = sales(&client, &node.gateway, events, per_event, false).await?;
+    // Signed before the clock starts, as wrk's requests are: the generator only sends.
+    let requests: Arc<Vec<(String, String, String)>> = Arc::new(
+        (0..total)
+            .map(|i| {
+                let (event, ticket_type) = sales.types[i % events];
+                Ok((
+                    format!("{}/api/v1/events/{event}/registrations", node.gateway),
+                    token(UserId::new(), None, vec![])?,
+                    format!("{{\"ticketTypeId\":\"{ticket_type}\"}}"),
+                ))
+            })
+            .collect::<anyhow::Result<_>>()?,
+    );
+    println!(
+        "sustained: {rate} registrations a second offered (open loop) for {duration} s, {total} in all over {events} events of {per_event} seats (a seat for each), to one `bilet serve` running every service; then the drain of the outbox and every consumer\n"
+    );
+    let pid = node.child.id();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_start = rss_kb(pid);
+    let peak = Arc::new(AtomicU64::new(rss_start));
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (peak, sampling) = (peak.clone(), sampling.clone());
+        tokio::spawn(async move {
+            while sampling.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_kb(pid), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    };
+    let ticks = clock_ticks_per_second();
+    let (bilet_before, postgres_before) = (cpu_ticks(&pid.to_string()), postgres_ticks());
+    let created = Arc::new(AtomicUsize::new(0));
+    let ids = Arc::new(Mutex::new(Vec::with_capacity(total)));
+    let other = Arc::new(AtomicUsize::new(0));
+    let figures = {
+        let (client, requests) = (client.clone(), requests.clone());
+        let (created, ids, other) = (created.clone(), ids.clone(), other.clone());
+        bench::open_loop(total, rate as f64, IN_FLIGHT, move |i| {
+            let (client, requests) = (client.clone(), requests.clone());
+            let (created, ids, other) = (created.clone(), ids.clone(), other.clone());
+            async move {
+                let (url, token, body) = &requests[i];
+                let answer = client
+                    .post(url)
+                    .bearer_auth(token)
+                    .header("content-type", "application/json")
+                    .header("x-idempotency-key", Uuid::new_v4().to_string())
+                    .body(body.clone())
+                    .send()
+                    .await;
+                let Ok(answer) = answer else {
+                    other.fetch_add(1, Ordering::Relaxed);
+                    return false;
+                };
+                if answer.status() != reqwest::StatusCode::CREATED {
+                    other.fetch_add(1, Ordering::Relaxed);
+                    return false;
+                }
+                let Ok(body) = answer.json::<serde_json::Value>().await else {
+                    other.fetch_add(1, Ordering::Relaxed);
+                    return false;
+                };
+                if let Ok(id) = bench::sale::id_of(&body)
+                    && let Ok(mut ids) = ids.lock()
+                {
+                    ids.push(id);
+                }
+                created.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+        })
+        .await
+    };
+    let load_ended = Instant::now();
+    let (bilet_after, postgres_after) = (cpu_ticks(&pid.to_string()), postgres_ticks());
+    let rss_loaded = rss_kb(pid);
+    let mut backlog = Backlog::read(&db).await?;
+    let backlog_at_end = format!("{backlog:?}");
+    // Each look counts whole tables: often enough to time the drain to a second, seldom
+    // enough not to slow it.
+    while !backlog.drained() && load_ended.elapsed() < drain_limit {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        backlog = Backlog::read(&db).await?;
+    }
+    let drained = backlog.drained().then(|| load_ended.elapsed());
+    let rss_drained = rss_kb(pid);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let rss_settled = rss_kb(pid);
+    sampling.store(false, Ordering::Relaxed);
+    let _ = sampler.await;
+    let created = created.load(Ordering::Relaxed);
+    let ids = ids.lock().map(|ids| ids.clone()).unwrap_or_default();
+    let audit = audit(&db, &sales.type_ids(), created, &ids).await?;
+    drop(node);
+
+    let per = |before: Option<u64>, after: Option<u64>| match (before, after) {
+        (Some(b), Some(a)) => a.saturating_sub(b) as f64 * 1000.0 / ticks / created.max(1) as f64,
+        _ => -1.0,
+    };
+    let mb = |kb: u64| kb as f64 / 1024.0;
+    println!(
+        "| offered/s | seconds | successes/s | p50 ms | p95 ms | p99 ms | created | errors | oversold | not sold out | miscounted | lost | bilet CPU ms/reg | PostgreSQL CPU ms/reg | drained after s | RSS MB: start, peak, end of load, drained, +10 s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    println!(
+        "| {rate} | {:.1} | {:.0} | {:.2} | {:.2} | {:.2} | {created} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {:.0}, {:.0}, {:.0}, {:.0}, {:.0} |",
+        figures.elapsed.as_secs_f64(),
+        figures.per_second(),
+        bench::ms(figures.p50),
+        bench::ms(figures.p95),
+        bench::ms(figures.p99),
+        other.load(Ordering::Relaxed),
+        audit.oversold,
+        audit.not_sold_out,
+        audit.miscounted,
+        audit.lost,
+        per(bilet_before, bilet_after),
+        per(Some(postgres_before), Some(postgres_after)),
+        drained.map_or_else(
+            || format!("not within {} s", drain_limit.as_secs()),
+            |d| format!("{:.1}", d.as_secs_f64())
+        ),
+        mb(rss_start),
+        mb(peak.load(Ordering::Relaxed)),
+        mb(rss_loaded),
+        mb(rss_drained),
+        mb(rss_settled),
+    );
+    println!("\nbacklog when the load ended: {backlog_at_end}\nbacklog at the end: {backlog:?}");
+    anyhow::ensure!(
+        audit.faults() == 0 && drained.is_some(),
+        "a registration was lost, oversold or miscounted, or the consumers did not catch up"
+    );
+    Ok(())
+}
