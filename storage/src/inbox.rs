@@ -278,15 +278,27 @@ pub async fn forget_older_than(db: &Database, schema: Schema, days: u32) -> Resu
              WHERE processed_at < now() - make_interval(days => $1) LIMIT $2))",
         s = schema.name()
     );
+    let left = format!(
+        "SELECT EXISTS (SELECT 1 FROM {s}.processed_events
+                         WHERE processed_at < now() - make_interval(days => $1))",
+        s = schema.name()
+    );
     let mut forgotten = 0;
     loop {
         let n = client
             .execute(&sql, &[&(days as i32), &FORGET_SLICE])
             .await?;
         forgotten += n;
-        // Until a slice finds nothing: another node cleaning the same schema at the same time
-        // may have taken part of this one.
-        if n == 0 {
+        // A slice that deleted nothing may only have waited for another node cleaning the same
+        // schema, which took those rows and has more to go: done only when none are left.
+        if n > 0 {
+            continue;
+        }
+        let any_left: bool = client
+            .query_one(&left, &[&(days as i32)])
+            .await?
+            .try_get(0)?;
+        if !any_left {
             return Ok(forgotten);
         }
     }
