@@ -17,10 +17,12 @@ use domain::contract::events::Registration;
 use domain::contract::{DomainEvent, Kind};
 use domain::envelope::Envelope;
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 use storage::broker::{HandlerError, Outage};
 use storage::db::Schema;
 use storage::inbox::{Projection, Received};
 use storage::{Database, Scope, Tx};
+use uuid::Uuid;
 
 /// Records the services' events (consumer `analytics`).
 pub struct Recorder {
@@ -132,19 +134,58 @@ fn clickhouse_failure(error: ClickHouseError) -> HandlerError {
 }
 
 impl Recorder {
-    /// Marks `event` as being recorded, in a transaction of its own; true when an earlier
-    /// delivery had marked it and not finished.
-    async fn mark_recording(&self, event: &Envelope) -> Result<bool, HandlerError> {
+    /// Marks `events` as being recorded, in a transaction of its own; returns those an earlier
+    /// delivery had marked and not finished.
+    async fn mark_recording(&self, events: &[Uuid]) -> Result<HashSet<Uuid>, HandlerError> {
         let tx = self.db.begin(Scope::system()).await?;
-        let fresh = tx
-            .execute(
-                "INSERT INTO analytics_service.recording (event_id, started_at) VALUES ($1, now())
-                 ON CONFLICT DO NOTHING",
-                &[&event.id.as_uuid()],
+        let rows = tx
+            .query(
+                "INSERT INTO analytics_service.recording (event_id, started_at)
+                 SELECT id, now() FROM UNNEST($1::uuid[]) AS marked (id) ORDER BY id
+                 ON CONFLICT DO NOTHING
+                 RETURNING event_id",
+                &[&events],
             )
             .await?;
         tx.commit().await?;
-        Ok(fresh == 0)
+        let fresh: HashSet<Uuid> = rows.iter().map(|r| r.get(0)).collect();
+        Ok(events
+            .iter()
+            .filter(|id| !fresh.contains(id))
+            .copied()
+            .collect())
+    }
+
+    /// Writes the records of `events` (one each, in order) once, before their claims commit
+    /// with `tx`: a failure leaves them unclaimed for the broker's retry.
+    async fn record(
+        &self,
+        tx: &Tx,
+        events: &[&Received<'_>],
+        records: &[Record],
+    ) -> Result<(), HandlerError> {
+        let ch = match &self.store {
+            Store::Postgres(_) => return self.store.insert(records).await.map_err(store_failure),
+            Store::ClickHouse(ch) => ch,
+        };
+        let ids: Vec<Uuid> = events.iter().map(|r| r.envelope.id.as_uuid()).collect();
+        let interrupted = self.mark_recording(&ids).await?;
+        let mut fresh = Vec::with_capacity(records.len());
+        for (id, record) in ids.iter().zip(records) {
+            if interrupted.contains(id) && ch.contains(record).await.map_err(clickhouse_failure)? {
+                continue;
+            }
+            fresh.push(record.clone());
+        }
+        if !fresh.is_empty() {
+            ch.insert(&fresh).await.map_err(clickhouse_failure)?;
+        }
+        tx.execute(
+            "DELETE FROM analytics_service.recording WHERE event_id = ANY($1)",
+            &[&ids],
+        )
+        .await?;
+        Ok(())
     }
 }
 
@@ -183,30 +224,26 @@ impl Projection for Recorder {
             tracing::warn!(kind = %envelope.event_type, id = %envelope.id, "event without a tenant not recorded");
             return Ok(());
         };
-        // Written before the inbox entry commits: a failure leaves the event unclaimed for the
-        // broker's retry.
-        match &self.store {
-            Store::Postgres(_) => {
-                self.store
-                    .insert(std::slice::from_ref(&record))
-                    .await
-                    .map_err(store_failure)?;
-            }
-            Store::ClickHouse(ch) => {
-                let interrupted = self.mark_recording(envelope).await?;
-                if !(interrupted && ch.contains(&record).await.map_err(clickhouse_failure)?) {
-                    ch.insert(std::slice::from_ref(&record))
-                        .await
-                        .map_err(clickhouse_failure)?;
-                }
-                tx.execute(
-                    "DELETE FROM analytics_service.recording WHERE event_id = $1",
-                    &[&envelope.id.as_uuid()],
-                )
-                .await?;
-            }
-        }
-        Ok(())
+        self.record(tx, &[received], std::slice::from_ref(&record))
+            .await
+    }
+
+    /// A run of events that are all records (what a sale publishes) is written at once: one
+    /// insert, and for ClickHouse one mark and one unmark, for the whole run.
+    async fn apply_all(
+        &self,
+        tx: &Tx,
+        events: &[&Received<'_>],
+    ) -> Option<Result<Vec<()>, HandlerError>> {
+        let records: Vec<Record> = events
+            .iter()
+            .map(|r| match lifecycle_of(&r.event) {
+                Some(_) => None,
+                None => record_of(r.envelope, &r.event),
+            })
+            .collect::<Option<_>>()?;
+        let recorded = self.record(tx, events, &records).await;
+        Some(recorded.map(|()| vec![(); events.len()]))
     }
 }
 

@@ -44,6 +44,18 @@ pub trait Projection: Send + Sync + 'static {
     /// delivers the event again.
     async fn apply(&self, tx: &Tx, event: &Received<'_>) -> Result<Self::Done, HandlerError>;
 
+    /// Applies a whole run of claimed events of one scope with set-based statements, when the
+    /// projection can; `None` leaves them to `apply`, one by one. On an error the run is rolled
+    /// back and applied again event by event, so nothing it does may reach outside `tx` unless
+    /// doing it twice is harmless.
+    async fn apply_all(
+        &self,
+        _tx: &Tx,
+        _events: &[&Received<'_>],
+    ) -> Option<Result<Vec<Self::Done>, HandlerError>> {
+        None
+    }
+
     /// Runs once the event and its claim have committed.
     fn committed(&self, _event: &Received<'_>, _done: Self::Done) {}
 }
@@ -159,6 +171,21 @@ impl<P: Projection> Inbox<P> {
         let tx = self.db.begin(run.scope).await?;
         let ids: Vec<Uuid> = run.events.iter().map(|r| r.envelope.id.as_uuid()).collect();
         let mut unapplied = claim_all(&tx, P::SCHEMA, P::NAME, &ids).await?;
+        if unapplied.len() > 1 {
+            // Each claimed once, in the run's order.
+            let mut fresh = unapplied.clone();
+            let claimed: Vec<&Received<'_>> = run
+                .events
+                .iter()
+                .filter(|r| fresh.remove(&r.envelope.id.as_uuid()))
+                .collect();
+            if let Some(done) = self.projection.apply_all(&tx, &claimed).await {
+                let done = done?;
+                tx.commit().await?;
+                self.announce(claimed.into_iter().zip(done).collect());
+                return Ok(());
+            }
+        }
         let mut applied = Vec::with_capacity(unapplied.len());
         for received in &run.events {
             let id = received.envelope.id.as_uuid();

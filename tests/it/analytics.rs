@@ -724,12 +724,33 @@ async fn a_crash_between_the_clickhouse_write_and_the_inbox_records_nothing_twic
         .await
         .unwrap();
     assert_eq!(funnel.completed, 2, "each registration once");
-    let marks: i64 = owner
-        .query_one("SELECT count(*) FROM analytics_service.recording", &[])
+    let marks = || async {
+        owner
+            .query_one("SELECT count(*) FROM analytics_service.recording", &[])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+    assert_eq!(marks().await, 0, "finished recordings leave no mark");
+
+    // The same when the broker hands them over as one run (a sale's), a repeat included.
+    let written = created(3);
+    store
+        .insert(&[record_of(&written, &written.decode().unwrap()).unwrap()])
         .await
-        .unwrap()
-        .get(0);
-    assert_eq!(marks, 0, "finished recordings leave no mark");
+        .unwrap();
+    interrupted(&written).await;
+    let unwritten = created(4);
+    interrupted(&unwritten).await;
+    let run = [written.clone(), unwritten, created(5), written];
+    recorder.handle_batch(&run).await.unwrap();
+    recorder.handle_batch(&run).await.unwrap();
+    let funnel = store
+        .funnel(tenant, event, Period::default())
+        .await
+        .unwrap();
+    assert_eq!(funnel.completed, 5, "each registration of the run once");
+    assert_eq!(marks().await, 0);
 }
 
 /// Views and registrations from three sources (a registration's source comes from

@@ -10,6 +10,7 @@ use domain::ids::{TenantId, UserId};
 use domain::notifications::Preferences;
 use domain::notifications::times::Zone;
 use domain::notifications::values::EventFacts;
+use std::collections::{HashMap, HashSet};
 use tokio_postgres::Row;
 use uuid::Uuid;
 
@@ -135,23 +136,51 @@ pub async fn email_of(tx: &Tx, user: UserId) -> Result<Option<String>> {
 
 /// Records the event's latest details.
 pub async fn upsert_event(tx: &Tx, e: &EventInfo, now: DateTime<Utc>) -> Result<()> {
+    upsert_events(tx, std::slice::from_ref(e), now).await
+}
+
+/// Records the latest details of several events in one statement; of two about one event,
+/// the later wins, as it would one after the other.
+pub async fn upsert_events(tx: &Tx, events: &[EventInfo], now: DateTime<Utc>) -> Result<()> {
+    let mut latest: Vec<&EventInfo> = Vec::with_capacity(events.len());
+    for e in events.iter().rev() {
+        if !latest.iter().any(|l| l.event_id == e.event_id) {
+            latest.push(e);
+        }
+    }
+    // In id order, so two transactions writing the same events wait rather than deadlock.
+    latest.sort_by_key(|e| e.event_id);
+    let ids: Vec<Uuid> = latest.iter().map(|e| e.event_id).collect();
+    let tenants: Vec<Uuid> = latest.iter().map(|e| e.tenant_id.as_uuid()).collect();
+    let titles: Vec<&str> = latest.iter().map(|e| e.title.as_str()).collect();
+    let slugs: Vec<&str> = latest.iter().map(|e| e.slug.as_str()).collect();
+    let starts: Vec<DateTime<Utc>> = latest.iter().map(|e| e.starts_at).collect();
+    let optional = |f: fn(&EventInfo) -> &Option<String>| -> Vec<Option<&str>> {
+        latest.iter().map(|e| f(e).as_deref()).collect()
+    };
     tx.execute(
-        "INSERT INTO notification_service.events
+        // A zone left out keeps the stored one (a new event gets UTC).
+        "WITH e (id, tenant, title, slug, starts, address, url, zone) AS (
+            SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[],
+                                 $6::text[], $7::text[], $9::text[]))
+         INSERT INTO notification_service.events
             (event_id, tenant_id, title, slug, starts_at, location_address, location_url, updated_at, timezone)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, COALESCE($9, 'UTC'))
-         ON CONFLICT (event_id) DO UPDATE SET title = $3, slug = $4, starts_at = $5,
-            location_address = $6, location_url = $7, updated_at = $8,
-            timezone = COALESCE($9, notification_service.events.timezone)",
+         SELECT id, tenant, title, slug, starts, address, url, $8, COALESCE(zone, 'UTC') FROM e
+         ON CONFLICT (event_id) DO UPDATE SET title = EXCLUDED.title, slug = EXCLUDED.slug,
+            starts_at = EXCLUDED.starts_at, location_address = EXCLUDED.location_address,
+            location_url = EXCLUDED.location_url, updated_at = EXCLUDED.updated_at,
+            timezone = COALESCE((SELECT zone FROM e WHERE e.id = EXCLUDED.event_id),
+                                notification_service.events.timezone)",
         &[
-            &e.event_id,
-            &e.tenant_id.as_uuid(),
-            &e.title,
-            &e.slug,
-            &e.starts_at,
-            &e.location_address,
-            &e.location_url,
+            &ids,
+            &tenants,
+            &titles,
+            &slugs,
+            &starts,
+            &optional(|e| &e.location_address),
+            &optional(|e| &e.location_url),
             &now,
-            &e.timezone,
+            &optional(|e| &e.timezone),
         ],
     )
     .await?;
@@ -191,22 +220,43 @@ pub async fn event(tx: &Tx, event: Uuid) -> Result<Option<EventInfo>> {
 
 /// Records a registration (or its new state).
 pub async fn upsert_participant(tx: &Tx, p: &Participant, now: DateTime<Utc>) -> Result<()> {
+    upsert_participants(tx, std::slice::from_ref(p), now).await
+}
+
+/// Records several registrations (or their new states) in one statement; of two about one
+/// registration, the later wins.
+pub async fn upsert_participants(tx: &Tx, all: &[Participant], now: DateTime<Utc>) -> Result<()> {
+    let mut latest: Vec<&Participant> = Vec::with_capacity(all.len());
+    for p in all.iter().rev() {
+        if !latest
+            .iter()
+            .any(|l| l.registration_id == p.registration_id)
+        {
+            latest.push(p);
+        }
+    }
+    latest.sort_by_key(|p| p.registration_id);
+    let ids: Vec<Uuid> = latest.iter().map(|p| p.registration_id).collect();
+    let tenants: Vec<Uuid> = latest.iter().map(|p| p.tenant_id.as_uuid()).collect();
+    let events: Vec<Uuid> = latest.iter().map(|p| p.event_id).collect();
+    let users: Vec<Uuid> = latest.iter().map(|p| p.user_id.as_uuid()).collect();
+    let names: Vec<&str> = latest.iter().map(|p| p.first_name.as_str()).collect();
+    let codes: Vec<&str> = latest
+        .iter()
+        .map(|p| p.confirmation_code.as_str())
+        .collect();
+    let prices: Vec<i64> = latest.iter().map(|p| p.price_cents).collect();
+    let currencies: Vec<Option<&str>> = latest.iter().map(|p| p.currency.as_deref()).collect();
+    let active: Vec<bool> = latest.iter().map(|p| p.active).collect();
     tx.execute(
         "INSERT INTO notification_service.participants
             (registration_id, tenant_id, event_id, user_id, first_name, confirmation_code, price_cents, currency, active, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-         ON CONFLICT (registration_id) DO UPDATE SET active = $9, updated_at = $10",
+         SELECT p.*, $10::timestamptz
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::bigint[],
+                     $8::text[], $9::bool[]) AS p
+         ON CONFLICT (registration_id) DO UPDATE SET active = EXCLUDED.active, updated_at = EXCLUDED.updated_at",
         &[
-            &p.registration_id,
-            &p.tenant_id.as_uuid(),
-            &p.event_id,
-            &p.user_id.as_uuid(),
-            &p.first_name,
-            &p.confirmation_code,
-            &p.price_cents,
-            &p.currency,
-            &p.active,
-            &now,
+            &ids, &tenants, &events, &users, &names, &codes, &prices, &currencies, &active, &now,
         ],
     )
     .await?;
@@ -217,16 +267,27 @@ pub async fn upsert_participant(tx: &Tx, p: &Participant, now: DateTime<Utc>) ->
 /// and none was sent before. Returns whether the caller is the one to send it (one ticket per
 /// registration, whichever event confirms it first).
 pub async fn claim_ticket(tx: &Tx, registration: Uuid, now: DateTime<Utc>) -> Result<bool> {
-    let claimed = tx
-        .execute(
+    Ok(!claim_tickets(tx, &[registration], now).await?.is_empty())
+}
+
+/// `claim_ticket` for several registrations in one statement: those whose ticket the caller
+/// is to send.
+pub async fn claim_tickets(
+    tx: &Tx,
+    registrations: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<HashSet<Uuid>> {
+    let rows = tx
+        .query(
             "UPDATE notification_service.participants p SET ticket_sent_at = $2
-             WHERE p.registration_id = $1 AND p.active AND p.ticket_sent_at IS NULL
+             WHERE p.registration_id = ANY($1) AND p.active AND p.ticket_sent_at IS NULL
                AND NOT EXISTS (SELECT 1 FROM notification_service.events e
-                               WHERE e.event_id = p.event_id AND e.cancelled)",
-            &[&registration, &now],
+                               WHERE e.event_id = p.event_id AND e.cancelled)
+             RETURNING p.registration_id",
+            &[&registrations, &now],
         )
         .await?;
-    Ok(claimed == 1)
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 /// Where a recorded registration stands as to its ticket.
@@ -240,17 +301,30 @@ pub struct TicketState {
 
 /// The ticket state of a registration, if it is recorded.
 pub async fn ticket_state(tx: &Tx, registration: Uuid) -> Result<Option<TicketState>> {
-    let row = tx
-        .query_opt(
-            "SELECT active, ticket_sent_at IS NOT NULL FROM notification_service.participants
-             WHERE registration_id = $1",
-            &[&registration],
+    Ok(ticket_states(tx, &[registration])
+        .await?
+        .remove(&registration))
+}
+
+/// The ticket states of those of `registrations` that are recorded.
+pub async fn ticket_states(tx: &Tx, registrations: &[Uuid]) -> Result<HashMap<Uuid, TicketState>> {
+    let rows = tx
+        .query(
+            "SELECT registration_id, active, ticket_sent_at IS NOT NULL
+             FROM notification_service.participants WHERE registration_id = ANY($1)",
+            &[&registrations],
         )
         .await?;
-    Ok(row.map(|r| TicketState {
-        active: r.get(0),
-        sent: r.get(1),
-    }))
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let state = TicketState {
+                active: r.get(1),
+                sent: r.get(2),
+            };
+            (r.get(0), state)
+        })
+        .collect())
 }
 
 /// A registration as recorded.
@@ -325,19 +399,36 @@ pub async fn participants_of(tx: &Tx, event: Uuid) -> Result<Vec<Recipient>> {
 /// One person as a recipient; `first_name` and `code` fill in what the message is about
 /// (the user's name from the users table wins when known).
 pub async fn recipient(tx: &Tx, user: UserId, first_name: &str, code: &str) -> Result<Recipient> {
-    let row = tx
-        .query_one(
+    let found = recipients(tx, &[(user, first_name, code)]).await?.pop();
+    // `recipients` answers a row for everyone asked about; this is what it says of a stranger.
+    Ok(found.unwrap_or_else(|| Recipient {
+        user_id: user,
+        first_name: first_name.to_string(),
+        chat_id: None,
+        preferences: Preferences::default(),
+        confirmation_code: code.to_string(),
+    }))
+}
+
+/// `recipient` for several people at once, in the order asked.
+pub async fn recipients(tx: &Tx, people: &[(UserId, &str, &str)]) -> Result<Vec<Recipient>> {
+    let users: Vec<Uuid> = people.iter().map(|(u, _, _)| u.as_uuid()).collect();
+    let names: Vec<&str> = people.iter().map(|(_, name, _)| *name).collect();
+    let codes: Vec<&str> = people.iter().map(|(_, _, code)| *code).collect();
+    let rows = tx
+        .query(
             &format!(
-                "SELECT $1::uuid, COALESCE(NULLIF(u.first_name, ''), $2::text), $3::text, {RECIPIENT_COLUMNS}
-                 FROM (SELECT 1) one
-                 LEFT JOIN notification_service.users u ON u.user_id = $1
-                 LEFT JOIN notification_service.chats c ON c.user_id = $1
-                 LEFT JOIN notification_service.preferences pr ON pr.user_id = $1"
+                "SELECT r.user_id, COALESCE(NULLIF(u.first_name, ''), r.first_name), r.code, {RECIPIENT_COLUMNS}
+                 FROM UNNEST($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS r (user_id, first_name, code, n)
+                 LEFT JOIN notification_service.users u ON u.user_id = r.user_id
+                 LEFT JOIN notification_service.chats c ON c.user_id = r.user_id
+                 LEFT JOIN notification_service.preferences pr ON pr.user_id = r.user_id
+                 ORDER BY r.n"
             ),
-            &[&user.as_uuid(), &first_name, &code],
+            &[&users, &names, &codes],
         )
         .await?;
-    Ok(recipient_from(&row))
+    Ok(rows.iter().map(recipient_from).collect())
 }
 
 /// The user bound to a chat, if any.

@@ -140,6 +140,23 @@ impl Ctx {
             .expect("the test node runs the analytics service")
     }
 
+    /// The node's notification consumer, to hand events to directly (bot on or off as the
+    /// node's).
+    pub fn notifier(&self) -> messenger::consumers::Notifier {
+        let state = &self._node.state;
+        let parts = state
+            .notifications
+            .as_ref()
+            .expect("the test node runs the notification service");
+        messenger::consumers::Notifier::new(
+            parts.queue.clone(),
+            parts.telegram.is_on(),
+            &state.config.http.public_url,
+            state.mailer.clone(),
+            state.clock.clone(),
+        )
+    }
+
     /// The node's ticketing actors.
     pub fn ticketing(&self) -> std::sync::Arc<actors::ticketing::Ticketing> {
         self._node.state.ticketing.clone()

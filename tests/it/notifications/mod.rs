@@ -6,6 +6,7 @@ mod bot;
 mod delivery;
 mod local_times;
 mod offers;
+mod on_sale;
 mod paid_tickets;
 mod settings;
 

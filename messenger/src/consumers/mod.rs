@@ -5,6 +5,8 @@
 //! by mail inside that transaction instead: a failed send rolls the claim back and the broker
 //! brings the event again.
 
+mod arrivals;
+
 use crate::offer_mail;
 use crate::sender::SendQueue;
 use async_trait::async_trait;
@@ -188,6 +190,14 @@ impl Projection for Notifier {
         Ok((messages, !queued.queued.is_empty()))
     }
 
+    async fn apply_all(
+        &self,
+        tx: &Tx,
+        events: &[&Received<'_>],
+    ) -> Option<Result<Vec<Self::Done>, HandlerError>> {
+        self.apply_arrivals(tx, events).await
+    }
+
     fn committed(&self, received: &Received<'_>, (messages, waiting): Self::Done) {
         warn_unlinked(received.envelope, &messages);
         if waiting {
@@ -278,12 +288,7 @@ impl Notifier {
         if state.is_some_and(|s| s.sent) {
             return Ok(Vec::new());
         }
-        let awaiting = match registration.status {
-            RegistrationStatus::Reserved => Some(Kind::RegistrationReserved),
-            RegistrationStatus::Pending => Some(Kind::RegistrationPending),
-            _ => None,
-        };
-        let Some(kind) = awaiting else {
+        let Some(kind) = awaiting(registration) else {
             return Ok(self
                 .ticket(tx, &participant, &facts, event, now)
                 .await?
@@ -292,19 +297,43 @@ impl Notifier {
         };
         let to =
             projection::recipient(tx, participant.user_id, &participant.first_name, "").await?;
-        let mut values = self.values_for(&to, &facts);
+        Ok(vec![self.seat_held(kind, &to, &facts, event, registration)])
+    }
+
+    /// The "seat held, pay to confirm" message of `kind` (see `awaiting`) to `to`.
+    fn seat_held(
+        &self,
+        kind: Kind,
+        to: &Recipient,
+        facts: &EventFacts,
+        event: &Envelope,
+        registration: &Registration,
+    ) -> NewMessage {
+        let mut values = self.values_for(to, facts);
         if let Some(until) = registration.expires_at {
             let at = times::date(until, facts.zone, to.preferences.language);
             values.insert("expiresAt".into(), at);
         }
-        Ok(vec![self.message(
-            kind,
-            &to,
+        self.message(kind, to, &values, event, event.tenant_id, None)
+    }
+
+    /// The ticket message of `participant` to `to` (who carries its code).
+    fn ticket_message(
+        &self,
+        participant: &Participant,
+        to: &Recipient,
+        facts: &EventFacts,
+        event: &Envelope,
+    ) -> NewMessage {
+        let values = self.values_for(to, facts);
+        self.message(
+            Kind::RegistrationConfirmed,
+            to,
             &values,
             event,
             Some(participant.tenant_id),
-            None,
-        )])
+            Some(participant.confirmation_code.clone()),
+        )
     }
 
     /// The ticket of a registration that holds a seat, unless one went out already (one
@@ -327,15 +356,7 @@ impl Notifier {
             &participant.confirmation_code,
         )
         .await?;
-        let values = self.values_for(&to, facts);
-        Ok(Some(self.message(
-            Kind::RegistrationConfirmed,
-            &to,
-            &values,
-            event,
-            Some(participant.tenant_id),
-            Some(participant.confirmation_code.clone()),
-        )))
+        Ok(Some(self.ticket_message(participant, &to, facts, event)))
     }
 
     /// registration.confirmed (a payment confirmed it, or took a free seat after its
@@ -609,6 +630,16 @@ fn warn_unlinked(event: &Envelope, messages: &[NewMessage]) {
         users = %unlinked.iter().take(10).cloned().collect::<Vec<_>>().join(","),
         "no linked messenger chat: notification skipped"
     );
+}
+
+/// The kind of "seat held" message a new registration gets while it awaits payment; `None`
+/// when it holds its seat already (it gets its ticket).
+fn awaiting(registration: &Registration) -> Option<Kind> {
+    match registration.status {
+        RegistrationStatus::Reserved => Some(Kind::RegistrationReserved),
+        RegistrationStatus::Pending => Some(Kind::RegistrationPending),
+        _ => None,
+    }
 }
 
 /// The participant and its event from a registration event; `active` says whether it holds a

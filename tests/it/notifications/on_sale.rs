@@ -1,0 +1,222 @@
+//! The on-sale path: a run of registrations arriving (what a sale publishes) is applied at
+//! once, and writes exactly what the same events applied one by one write.
+
+use crate::identity::Ctx;
+use crate::support::event_data;
+use chrono::{Duration, Utc};
+use domain::envelope::Envelope;
+use domain::ids::TenantId;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use storage::broker::Handler;
+use storage::inbox::Inbox;
+use uuid::Uuid;
+
+/// One world of the comparison: its own organization, events, people and registrations.
+struct World {
+    tenant: TenantId,
+    event: Uuid,
+    cancelled: Uuid,
+    anna: Uuid,
+    /// Anna's messenger chat, linked when she signed up.
+    chat: i64,
+    others: Uuid,
+    registrations: Vec<Uuid>,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            tenant: TenantId::new(),
+            event: Uuid::now_v7(),
+            cancelled: Uuid::now_v7(),
+            anna: Uuid::now_v7(),
+            chat: rand_chat(),
+            others: Uuid::now_v7(),
+            registrations: (0..6).map(|_| Uuid::now_v7()).collect(),
+        }
+    }
+
+    fn envelope(&self, kind: &str, data: Value) -> Envelope {
+        Envelope::new(kind, Some(self.tenant), None, event_data(kind, data))
+    }
+
+    /// Registration `i` (its door code `CODE-i`) in `event`, with `status`.
+    fn registration(&self, kind: &str, i: usize, event: Uuid, status: &str) -> Envelope {
+        let user = if i == 0 { self.anna } else { self.others };
+        let expires = (status == "RESERVED").then(|| Utc::now() + Duration::minutes(30));
+        self.envelope(
+            kind,
+            json!({"registrationId": self.registrations[i], "eventId": event, "userId": user,
+                   "firstName": "Ann", "confirmationCode": format!("CODE-{i}"),
+                   "status": status, "priceCents": 0, "currency": "RUB", "expiresAt": expires,
+                   "event": {"eventId": event, "title": "Night", "slug": "night",
+                             "startsAt": "2030-01-01T18:00:00Z", "timezone": "Europe/Moscow"}}),
+        )
+    }
+
+    /// What happened before the run: Anna is known by her account's name, one event was
+    /// cancelled, and registration 5 was confirmed (its ticket sent) before it was created.
+    fn before(&self) -> Vec<Envelope> {
+        vec![
+            self.envelope(
+                "user.registered",
+                json!({"userId": self.anna, "firstName": "Anna", "lastName": "K",
+                       "messengerId": self.chat.to_string()}),
+            ),
+            self.envelope(
+                "event.cancelled",
+                json!({"eventId": self.cancelled, "tenantId": self.tenant.as_uuid(),
+                       "title": "Gone", "slug": "gone", "startsAt": "2030-01-01T18:00:00Z",
+                       "timezone": "UTC"}),
+            ),
+            self.registration("registration.confirmed", 5, self.event, "CONFIRMED"),
+        ]
+    }
+
+    /// The run: a free seat, a reservation, a seat awaiting confirmation, a payment's
+    /// confirmation, a seat in the cancelled event, and the creation the confirmation overtook.
+    fn run(&self) -> Vec<Envelope> {
+        vec![
+            self.registration("registration.created", 0, self.event, "CONFIRMED"),
+            self.registration("registration.created", 1, self.event, "RESERVED"),
+            self.registration("registration.created", 2, self.event, "PENDING"),
+            self.registration("registration.confirmed", 3, self.event, "CONFIRMED"),
+            self.registration("registration.created", 4, self.cancelled, "CONFIRMED"),
+            self.registration("registration.created", 5, self.event, "CONFIRMED"),
+        ]
+    }
+
+    /// Per registration of the run: whether it is active and its ticket went out, and the
+    /// messages its event caused (kind, skip reason, whether it goes to a chat, code, text
+    /// with this world's ids taken out; not its status, which the sender moves on).
+    async fn written(&self, ctx: &Ctx, run: &[Envelope]) -> BTreeMap<usize, Value> {
+        let db = ctx.t.owner().await;
+        let mut written = BTreeMap::new();
+        for (i, (registration, envelope)) in self.registrations.iter().zip(run).enumerate() {
+            let participant = db
+                .query_one(
+                    "SELECT active, ticket_sent_at IS NOT NULL, first_name
+                     FROM notification_service.participants WHERE registration_id = $1",
+                    &[registration],
+                )
+                .await
+                .unwrap();
+            let messages: Vec<Value> = db
+                .query(
+                    "SELECT kind, chat_id IS NOT NULL, reason, ticket_code, text FROM notification_service.messages
+                     WHERE source_event_id = $1 ORDER BY kind",
+                    &[&envelope.id.as_uuid()],
+                )
+                .await
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    let text: String = m.get(4);
+                    json!([m.get::<_, String>(0), m.get::<_, bool>(1),
+                           m.get::<_, Option<String>>(2), m.get::<_, Option<String>>(3),
+                           text.replace(&self.event.to_string(), "EVENT")])
+                })
+                .collect();
+            written.insert(
+                i,
+                json!({"active": participant.get::<_, bool>(0),
+                       "ticketSent": participant.get::<_, bool>(1),
+                       "firstName": participant.get::<_, String>(2),
+                       "messages": messages}),
+            );
+        }
+        written
+    }
+}
+
+/// A chat id no other test uses.
+fn rand_chat() -> i64 {
+    (Uuid::now_v7().as_u128() % 1_000_000_000) as i64 + 7_000_000_000
+}
+
+#[tokio::test]
+async fn a_run_of_arrivals_applied_at_once_writes_what_one_by_one_writes() {
+    let ctx = Ctx::new().await;
+    let inbox = Inbox::new(ctx.t.db.clone(), ctx.notifier());
+    let (alone, together) = (World::new(), World::new());
+    for world in [&alone, &together] {
+        for e in world.before() {
+            inbox.handle(&e).await.unwrap();
+        }
+    }
+    let run_alone = alone.run();
+    for e in &run_alone {
+        inbox.handle(e).await.unwrap();
+    }
+    let run_together = together.run();
+    inbox.handle_batch(&run_together).await.unwrap();
+    // Delivered again, the run changes nothing.
+    inbox.handle_batch(&run_together).await.unwrap();
+
+    let written = together.written(&ctx, &run_together).await;
+    assert_eq!(written, alone.written(&ctx, &run_alone).await);
+
+    // And what it wrote is what each arrival asks for.
+    let kinds = |i: usize| -> Vec<String> {
+        written[&i]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m[0].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(kinds(0), ["registration.confirmed"], "a free seat's ticket");
+    let ticket = &written[&0]["messages"][0];
+    assert_eq!(ticket[1], true, "Anna's ticket goes to her chat");
+    assert_eq!(ticket[3], "CODE-0", "the ticket carries its code");
+    assert!(
+        ticket[4].as_str().unwrap().contains("Anna"),
+        "the account's name wins: {ticket}"
+    );
+    assert_eq!(kinds(1), ["registration.reserved"]);
+    assert_eq!(kinds(2), ["registration.pending"]);
+    for held in [1, 2] {
+        let message = &written[&held]["messages"][0];
+        assert_eq!(message[3], Value::Null, "no code before payment");
+        assert!(
+            !message[4]
+                .as_str()
+                .unwrap()
+                .contains(&format!("CODE-{held}"))
+        );
+    }
+    assert!(
+        written[&1]["messages"][0][4]
+            .as_str()
+            .unwrap()
+            .contains("MSK"),
+        "the reservation's deadline on the event's clock: {}",
+        written[&1]["messages"][0][4]
+    );
+    assert_eq!(kinds(3), ["registration.confirmed"], "a payment's ticket");
+    assert_eq!(
+        kinds(4),
+        Vec::<String>::new(),
+        "no ticket for a cancelled event"
+    );
+    assert_eq!(written[&4]["ticketSent"], false);
+    assert_eq!(kinds(5), Vec::<String>::new(), "its ticket went out before");
+    for i in [0, 3, 5] {
+        assert_eq!(written[&i]["ticketSent"], true, "{i}");
+    }
+    let tickets: i64 = ctx
+        .t
+        .owner()
+        .await
+        .query_one(
+            "SELECT count(*) FROM notification_service.messages
+             WHERE kind = 'registration.confirmed' AND ticket_code = 'CODE-5'
+               AND user_id = $1",
+            &[&together.others],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tickets, 1, "one ticket for registration 5");
+}
