@@ -43,6 +43,20 @@ fn rss_kb(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// The sockets a process holds open.
+fn sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.filter_map(Result::ok)
+                .filter(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 /// What is still to be done downstream of the registrations.
 #[derive(Debug, PartialEq)]
 struct Backlog {
@@ -203,6 +217,22 @@ async fn main() -> anyhow::Result<()> {
     let rss_drained = rss_kb(pid);
     tokio::time::sleep(Duration::from_secs(10)).await;
     let rss_settled = rss_kb(pid);
+    let sockets_settled = sockets(pid);
+    // The generator's idle keep-alive connections hold the node's per-connection buffers:
+    // what the node keeps once its clients have gone is the figure that can be compared.
+    drop(client);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rss_alone = rss_kb(pid);
+    let sockets_alone = sockets(pid);
+    let threads_alone = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .map(|t| t.trim().to_string())
+        })
+        .unwrap_or_default();
     sampling.store(false, Ordering::Relaxed);
     let _ = sampler.await;
     let created = created.load(Ordering::Relaxed);
@@ -216,10 +246,10 @@ async fn main() -> anyhow::Result<()> {
     };
     let mb = |kb: u64| kb as f64 / 1024.0;
     println!(
-        "| offered/s | seconds | successes/s | p50 ms | p95 ms | p99 ms | created | errors | oversold | not sold out | miscounted | lost | bilet CPU ms/reg | PostgreSQL CPU ms/reg | drained after s | RSS MB: start, peak, end of load, drained, +10 s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| offered/s | seconds | successes/s | p50 ms | p95 ms | p99 ms | created | errors | oversold | not sold out | miscounted | lost | bilet CPU ms/reg | PostgreSQL CPU ms/reg | drained after s | RSS MB: start, peak, end of load, drained, +10 s, clients gone |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     println!(
-        "| {rate} | {:.1} | {:.0} | {:.2} | {:.2} | {:.2} | {created} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {:.0}, {:.0}, {:.0}, {:.0}, {:.0} |",
+        "| {rate} | {:.1} | {:.0} | {:.2} | {:.2} | {:.2} | {created} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {:.0}, {:.0}, {:.0}, {:.0}, {:.0}, {:.0} |",
         figures.elapsed.as_secs_f64(),
         figures.per_second(),
         bench::ms(figures.p50),
@@ -241,6 +271,10 @@ async fn main() -> anyhow::Result<()> {
         mb(rss_loaded),
         mb(rss_drained),
         mb(rss_settled),
+        mb(rss_alone),
+    );
+    println!(
+        "\nsockets the node held 10 s after the drain: {sockets_settled}; once its clients had gone: {sockets_alone} (threads then: {threads_alone})"
     );
     println!("\nbacklog when the load ended: {backlog_at_end}\nbacklog at the end: {backlog:?}");
     anyhow::ensure!(
