@@ -24,6 +24,8 @@ pub struct ApiError {
     pub details: Option<serde_json::Value>,
     /// Seconds until a rate-limited client may retry.
     pub retry_after: Option<u64>,
+    /// The transaction lost a lock race: `contention::retry` runs the request again.
+    pub lost_race: bool,
 }
 
 /// The JSON body of an error, as documented in the OpenAPI schema.
@@ -52,6 +54,7 @@ impl ApiError {
             fields: None,
             details: None,
             retry_after: None,
+            lost_race: false,
         }
     }
 
@@ -203,6 +206,14 @@ impl From<storage::DbError> for ApiError {
         if error.is_unavailable() {
             tracing::error!(%error, "database unavailable");
             return ApiError::unavailable();
+        }
+        if error.is_contention() {
+            // Run again by `contention::retry`; a client sees this only after its last try.
+            tracing::warn!(%error, "transaction lost a lock race");
+            return ApiError {
+                lost_race: true,
+                ..ApiError::unavailable()
+            };
         }
         ApiError::internal(&error)
     }

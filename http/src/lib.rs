@@ -3,6 +3,7 @@
 //! document, and the routers of the gateway and of each service.
 
 pub mod analytics;
+pub mod contention;
 pub mod context;
 pub mod conventions;
 pub mod error;

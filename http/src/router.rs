@@ -16,10 +16,14 @@ use std::time::Duration;
 
 /// The API routes of a service (without health and metrics).
 pub fn api_routes(service: Service, state: &AppState) -> Router<AppState> {
+    // Innermost: a handler whose transaction lost a lock race runs again before the
+    // idempotency record or the client sees its answer.
+    let retried =
+        |routes: Router<AppState>| routes.layer(middleware::from_fn(crate::contention::retry));
     // Each service step adds its routes here.
     match service {
-        Service::Identity => crate::identity::routes(),
-        Service::Events => crate::events::routes()
+        Service::Identity => retried(crate::identity::routes()),
+        Service::Events => retried(crate::events::routes())
             .layer(axum::middleware::from_fn_with_state(
                 crate::idempotency::Idempotency {
                     db: state.db.clone(),
@@ -28,15 +32,15 @@ pub fn api_routes(service: Service, state: &AppState) -> Router<AppState> {
                 },
                 crate::idempotency::layer,
             ))
-            .merge(crate::events::self_idempotent_routes())
+            .merge(retried(crate::events::self_idempotent_routes()))
             // Outermost: a request for an event of a shard held elsewhere goes there as it is.
             .layer(axum::middleware::from_fn_with_state(
                 state.clone(),
                 crate::events::owner::route_to_owner,
             )),
-        Service::Media => crate::media::routes(),
-        Service::Analytics => crate::analytics::routes(),
-        Service::Notifications => crate::notifications::routes(),
+        Service::Media => retried(crate::media::routes()),
+        Service::Analytics => retried(crate::analytics::routes()),
+        Service::Notifications => retried(crate::notifications::routes()),
         Service::Gateway => Router::new(),
     }
 }

@@ -23,6 +23,11 @@ impl Error {
     pub fn is_fenced(&self) -> bool {
         matches!(self, Error::Fenced(_))
     }
+
+    /// Whether the transaction lost a lock race (`DbError::is_contention`).
+    pub fn is_contention(&self) -> bool {
+        matches!(self, Error::Db(e) if e.is_contention())
+    }
 }
 
 impl From<Refusal> for Error {

@@ -1567,3 +1567,194 @@ async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys
         );
     }
 }
+
+/// A sale while its organizers edit it: quantities, prices and sales windows saved, the event
+/// unpublished and published again, and participants cancelling, all at the same instants as
+/// the seat batches. Whatever lock races PostgreSQL resolves by aborting one side are run
+/// again inside bilet: nobody gets a 500, and every count equals its rows.
+#[tokio::test]
+async fn a_sale_while_organizers_edit_it_answers_no_500_and_counts_equal_rows() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    const SEATS: usize = 150;
+    let (event, first) = setup(&ctx, &owner, json!({"name": "Stalls", "quantity": SEATS})).await;
+    let second = ctx
+        .post(
+            &format!("/api/v1/events/{event}/ticket-types"),
+            Some(&owner.access),
+            json!({"name": "Balcony", "quantity": SEATS}),
+        )
+        .await;
+    assert_eq!(second.status, 201, "{}", second.body);
+    let second = second.body["id"].as_str().unwrap().to_string();
+    let types = [first.clone(), second.clone()];
+
+    let selling = std::sync::atomic::AtomicBool::new(true);
+    let sale = async {
+        let replies = futures_util::future::join_all((0..SEATS * 3).map(|i| {
+            let (ctx, ticket_type, event) = (&ctx, &types[i % 2], &event);
+            async move {
+                let token = participant().1;
+                let key = Uuid::new_v4().to_string();
+                let mut reply = register(ctx, &token, event, ticket_type, &key).await;
+                // A participant whose registration went through cancels every third one.
+                if reply.status == 201 && i.is_multiple_of(3) {
+                    let id = reply.body["id"].as_str().unwrap_or_default().to_string();
+                    let cancel = send(
+                        ctx.http
+                            .delete(format!("{}/api/v1/registrations/{id}", ctx.base))
+                            .bearer_auth(&token),
+                    )
+                    .await;
+                    reply = cancel;
+                }
+                reply
+            }
+        }))
+        .await;
+        selling.store(false, std::sync::atomic::Ordering::SeqCst);
+        replies
+    };
+    let organizers = async {
+        let mut answers = Vec::new();
+        let mut round = 0u32;
+        while selling.load(std::sync::atomic::Ordering::SeqCst) {
+            round += 1;
+            let ticket_type = &types[round as usize % 2];
+            let ends = (Utc::now() + Duration::days(5 + i64::from(round % 3))).to_rfc3339();
+            let edits = [
+                ctx.put(
+                    &format!("/api/v1/events/{event}/ticket-types/{ticket_type}"),
+                    Some(&owner.access),
+                    json!({"name": "Stalls", "quantity": SEATS + (round as usize % 2),
+                           "salesEnd": ends}),
+                )
+                .await,
+                ctx.put(
+                    &format!("/api/v1/events/{event}/ticket-types/{ticket_type}"),
+                    Some(&owner.access),
+                    json!({"name": "Stalls", "quantity": SEATS, "priceCents": 0, "salesEnd": ends}),
+                )
+                .await,
+            ];
+            answers.extend(edits);
+            if round.is_multiple_of(4) {
+                for step in ["unpublish", "publish"] {
+                    answers.push(
+                        ctx.post_empty(
+                            &format!("/api/v1/events/{event}/{step}"),
+                            Some(&owner.access),
+                        )
+                        .await,
+                    );
+                }
+            }
+        }
+        answers
+    };
+    let (replies, edits) = tokio::join!(sale, organizers);
+
+    for r in replies.iter().chain(&edits) {
+        assert_ne!(r.status, 500, "{}", r.body);
+        assert!(
+            [200, 201, 204, 409, 422].contains(&r.status),
+            "a clean answer: {} {}",
+            r.status,
+            r.body
+        );
+    }
+    assert!(
+        edits.iter().filter(|r| r.status == 200).count() >= 2,
+        "the organizers' edits went through during the sale"
+    );
+    assert!(
+        replies.iter().any(|r| r.status == 204),
+        "participants cancelled during the sale"
+    );
+    for ticket_type in &types {
+        let (sold, reserved, sold_rows, reserved_rows) = audit(&ctx, ticket_type).await;
+        assert_eq!(
+            (i64::from(sold), i64::from(reserved)),
+            (sold_rows, reserved_rows),
+            "counts equal rows"
+        );
+        assert!(sold as usize <= SEATS + 1, "nothing oversold: {sold}");
+    }
+}
+
+/// Holds `ticket_type` in a session of its own, lets `request` take its event and wait for the
+/// type, then takes the event too: a deadlock against the one lock order. The session looks
+/// for deadlocks after 30 s, the request's after PostgreSQL's default second, so it is the
+/// request's transaction that PostgreSQL ends. Returns the request's answer.
+async fn against_the_order(
+    raw: &tokio_postgres::Client,
+    event: &str,
+    ticket_type: &str,
+    request: impl std::future::Future<Output = crate::support::Reply>,
+) -> crate::support::Reply {
+    raw.batch_execute(&format!(
+        "BEGIN; SET LOCAL deadlock_timeout = '30s';
+         SELECT 1 FROM event_service.ticket_types WHERE id = '{ticket_type}' FOR UPDATE;"
+    ))
+    .await
+    .unwrap();
+    let session = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        raw.batch_execute(&format!(
+            "SELECT 1 FROM event_service.events WHERE id = '{event}' FOR UPDATE"
+        ))
+        .await
+        .unwrap();
+        raw.batch_execute("ROLLBACK").await.unwrap();
+    };
+    tokio::join!(request, session).0
+}
+
+async fn deadlocks(raw: &tokio_postgres::Client) -> i64 {
+    raw.query_one(
+        "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Deadlocks made on purpose (`against_the_order`) against an organizer's edit and a seat
+/// batch, which take the event and then its ticket type: PostgreSQL aborts the request's
+/// transaction and bilet runs it again, so the organizer gets 200 and the participant 201.
+#[tokio::test]
+async fn a_request_that_loses_a_deadlock_runs_again_and_answers() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "Stalls", "quantity": 10})).await;
+    let raw = ctx.t.owner().await;
+
+    let before = deadlocks(&raw).await;
+    let path = format!("/api/v1/events/{event}/ticket-types/{ticket_type}");
+    let edit = ctx.put(
+        &path,
+        Some(&owner.access),
+        json!({"name": "Stalls", "quantity": 12}),
+    );
+    let edited = against_the_order(&raw, &event, &ticket_type, edit).await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert_eq!(edited.body["quantity"], 12);
+
+    let token = participant().1;
+    let key = Uuid::new_v4().to_string();
+    let seat = register(&ctx, &token, &event, &ticket_type, &key);
+    let seated = against_the_order(&raw, &event, &ticket_type, seat).await;
+    assert_eq!(seated.status, 201, "{}", seated.body);
+    assert_eq!(audit(&ctx, &ticket_type).await, (1, 0, 1, 0));
+
+    // Both requests did lose a deadlock: the answers above are the runs after it.
+    assert!(
+        eventually(5, || async { deadlocks(&raw).await >= before + 2 }).await,
+        "two deadlocks were detected: {} before, {} after",
+        before,
+        deadlocks(&raw).await
+    );
+}

@@ -13,6 +13,7 @@ use domain::ids::TenantId;
 use std::sync::Arc;
 use storage::Database;
 use storage::cluster::Fence;
+use storage::db::contention;
 use storage::events::seats::{self, SeatBatch, SeatOutcome, SeatRequest};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use uuid::Uuid;
@@ -151,9 +152,12 @@ async fn commit_together(db: &Database, taken: Vec<Submitted>) {
     futures_util::future::join_all(taken.into_iter().map(|s| alone(db, s))).await;
 }
 
-/// Commits one batch in its own transaction and answers it.
+/// Commits one batch in its own transaction and answers it. A batch that lost a lock race
+/// (an organizer's change of the same type at the same instant) runs again.
 async fn alone(db: &Database, s: Submitted) {
-    let outcome =
-        seats::commit_batch(db, &s.fence, s.tenant, s.ticket_type, &s.requests, s.now).await;
+    let outcome = contention::retried("seat batch", || {
+        seats::commit_batch(db, &s.fence, s.tenant, s.ticket_type, &s.requests, s.now)
+    })
+    .await;
     let _ = s.reply.send((s.requests, outcome));
 }

@@ -28,6 +28,8 @@ pub enum TicketingError {
     Moved(String),
     /// The database cannot be reached (or ended the session): worth a retry.
     Unavailable(String),
+    /// The seats' transaction lost a lock race more times than it is run again.
+    Busy(String),
     /// The actor or the database failed.
     Failed(String),
 }
@@ -37,6 +39,7 @@ impl std::fmt::Display for TicketingError {
         match self {
             TicketingError::Moved(why) => write!(f, "the event's shard is not held here: {why}"),
             TicketingError::Unavailable(why) => write!(f, "the database is unavailable: {why}"),
+            TicketingError::Busy(why) => write!(f, "the seats are contended: {why}"),
             TicketingError::Failed(why) => f.write_str(why),
         }
     }
@@ -52,6 +55,7 @@ impl TicketingError {
             storage::Error::Db(db) if db.is_unavailable() => {
                 TicketingError::Unavailable(db.to_string())
             }
+            storage::Error::Db(db) if db.is_contention() => TicketingError::Busy(db.to_string()),
             other => TicketingError::Failed(other.to_string()),
         }
     }

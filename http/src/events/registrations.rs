@@ -139,6 +139,10 @@ pub async fn create(
                 tracing::error!(error = %e, "seat request without database");
                 ApiError::unavailable()
             }
+            TicketingError::Busy(_) => {
+                tracing::warn!(error = %e, "seat request lost its lock races");
+                ApiError::unavailable()
+            }
             TicketingError::Failed(_) => ApiError::internal(&e),
         })?;
     match outcome {

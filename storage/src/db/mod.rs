@@ -3,6 +3,7 @@
 //! security applies to every query they make; migrations run as the owner given by
 //! `database.url`.
 
+pub mod contention;
 mod listen;
 mod migrate;
 pub mod page;
@@ -75,6 +76,20 @@ impl DbError {
             }
             _ => false,
         }
+    }
+
+    /// Whether PostgreSQL aborted the transaction for a lock race it lost (a deadlock, a
+    /// serialization failure, a lock wait past `lock_timeout`): run again, it will likely pass.
+    pub fn is_contention(&self) -> bool {
+        use tokio_postgres::error::SqlState;
+        self.sqlstate().is_some_and(|code| {
+            [
+                SqlState::T_R_DEADLOCK_DETECTED,
+                SqlState::T_R_SERIALIZATION_FAILURE,
+                SqlState::LOCK_NOT_AVAILABLE,
+            ]
+            .contains(code)
+        })
     }
 
     /// Whether a unique index refused the write.

@@ -43,8 +43,8 @@ pub(super) async fn follow_through(
     summary: &EventSummary,
     now: DateTime<Utc>,
 ) -> Result<FollowThrough> {
-    // The caller locked the ticket types before the event (a batch waiting on them then finds
-    // the event cancelled); taking them again here costs nothing and keeps this safe alone.
+    // The caller locked the event, then its ticket types (a batch waiting on the event then
+    // finds it cancelled); taking the types again here costs nothing.
     tx.execute(
         "SELECT 1 FROM event_service.ticket_types WHERE event_id = $1 ORDER BY id FOR UPDATE",
         &[&event],

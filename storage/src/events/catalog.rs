@@ -506,14 +506,15 @@ async fn apply(
     action: Action,
     now: DateTime<Utc>,
 ) -> Result<Event> {
-    // Ticket types first, then the event, as a seat batch takes them (its type, then the
-    // event's key share): a sale waiting on us then reads the event as we leave it.
+    // The event, then its ticket types: the one lock order (docs/decisions.md). A seat batch
+    // waits at the event (its key share conflicts with this lock) and then reads the event
+    // as we leave it.
+    let event = lock(tx, id).await?;
     tx.execute(
         "SELECT 1 FROM event_service.ticket_types WHERE event_id = $1 ORDER BY id FOR UPDATE",
         &[&id],
     )
     .await?;
-    let event = lock(tx, id).await?;
     let next = event.status.apply(action, event.starts_at, now)?;
     if next == event.status {
         return Ok(event);

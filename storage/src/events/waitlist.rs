@@ -65,6 +65,16 @@ pub async fn join(
     now: DateTime<Utc>,
 ) -> Result<Entry> {
     let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
+    // The event, then the ticket type: the one lock order. A cancellation in flight holds the
+    // event, so this waits for it and an entry never joins a list it just closed.
+    let status: String = tx
+        .query_opt(
+            "SELECT status FROM event_service.events WHERE id = $1 FOR KEY SHARE",
+            &[&event],
+        )
+        .await?
+        .ok_or_else(Refusal::not_found)?
+        .get(0);
     let row = tx
         .query_opt(
             "SELECT quantity - sold_count - reserved_count FROM event_service.ticket_types
@@ -74,15 +84,6 @@ pub async fn join(
         .await?
         .ok_or_else(Refusal::not_found)?;
     may_wait(row.get(0))?;
-    // Read after the ticket type's lock: a cancellation locks the types first, so one in
-    // flight has committed by now and an entry never joins a list it just closed.
-    let status: String = tx
-        .query_one(
-            "SELECT status FROM event_service.events WHERE id = $1",
-            &[&event],
-        )
-        .await?
-        .get(0);
     takes_entries(status.parse().unwrap_or(EventStatus::Draft))?;
     let registered: bool = tx
         .query_one(

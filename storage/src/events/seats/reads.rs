@@ -86,8 +86,9 @@ struct EventRow {
 }
 
 /// Locks the events the requests name (`FOR KEY SHARE`, so none is deleted meanwhile), then
-/// their ticket types (`FOR UPDATE`), each in id order. Events before ticket types is the
-/// order an organizer's change of a ticket type takes them in, so the two cannot deadlock.
+/// their ticket types (`FOR UPDATE`), each in id order: the one lock order (events, their
+/// ticket types, then registrations and waiting-list entries; docs/decisions.md), which every
+/// organizer's change and cancellation follows too, so none of them can deadlock a batch.
 /// Each is a statement over one table: joined, the planner's estimate under row level security
 /// (one event) made a generic plan scan every event and probe the ticket types once per event.
 async fn offers(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Offers> {
