@@ -50,6 +50,16 @@ pub fn render(known: &[Member], live: &[Member], map: &[ShardState]) -> String {
             None => orphans.push(state.shard.0),
         }
     }
+    let sworn = domain::cluster::sworn_in(
+        &live
+            .iter()
+            .map(|m| domain::cluster::Sworn {
+                node: m.node.clone(),
+                joined_at: m.joined_at,
+                fingerprint: m.fingerprint.clone(),
+            })
+            .collect::<Vec<_>>(),
+    );
     let mut out = String::new();
     let _ = writeln!(out, "members ({} live):", live.len());
     for member in known {
@@ -58,19 +68,26 @@ pub fn render(known: &[Member], live: &[Member], map: &[ShardState]) -> String {
         } else {
             "silent"
         };
+        // A live member whose secrets are not the cluster's takes no shard: say why.
+        let secrets = if state == "live" && !sworn.contains(&member.node) {
+            "  OTHER SECRETS than the cluster's: takes no shards"
+        } else {
+            ""
+        };
         let shards = owned
             .get(member.node.as_str())
             .map(Vec::as_slice)
             .unwrap_or(&[]);
         let _ = writeln!(
             out,
-            "  {:<28} {:<6} {:<28} last heartbeat {}  shards {:>3}  {}",
+            "  {:<28} {:<6} {:<28} last heartbeat {}  shards {:>3}  {}{}",
             member.node,
             state,
             member.address,
             member.heartbeat_at.format("%Y-%m-%d %H:%M:%S%.3f UTC"),
             shards.len(),
-            ranges(shards)
+            ranges(shards),
+            secrets
         );
     }
     let _ = writeln!(
@@ -103,13 +120,15 @@ mod tests {
     #[test]
     fn members_owners_and_orphans_are_listed() {
         let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
-        let member = |node: &str| Member {
+        let member = |node: &str, fingerprint: &str| Member {
             node: node.into(),
             address: format!("http://{node}:8082"),
             heartbeat_at: at,
+            joined_at: at,
+            fingerprint: fingerprint.into(),
         };
-        let known = vec![member("a-1"), member("b-1")];
-        let live = vec![member("a-1")];
+        let known = vec![member("a-1", "f"), member("b-1", "f"), member("c-1", "g")];
+        let live = vec![member("a-1", "f"), member("c-1", "g")];
         let map: Vec<ShardState> = (0..=255u8)
             .map(|s| ShardState {
                 shard: ShardId(s),
@@ -118,7 +137,18 @@ mod tests {
             })
             .collect();
         let text = render(&known, &live, &map);
-        assert!(text.contains("members (1 live)"), "{text}");
+        assert!(text.contains("members (2 live)"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.contains("c-1") && l.contains("OTHER SECRETS")),
+            "{text}"
+        );
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.contains("a-1") && l.contains("OTHER")),
+            "{text}"
+        );
         assert!(
             text.contains("a-1") && text.contains("live") && text.contains("0-199"),
             "{text}"

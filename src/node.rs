@@ -179,6 +179,7 @@ pub async fn start_with(
             address: addr.url.clone(),
             renew_every: Duration::from_millis(config.cluster.renew_every_ms),
             lease_ttl: Duration::from_millis(config.cluster.lease_ttl_ms),
+            fingerprint: secrets_fingerprint(&config),
         };
         let node = settings.node.clone();
         // Heartbeats and renewals get connections of their own: a burst that keeps every
@@ -499,4 +500,19 @@ async fn wait_for_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+/// This process's fingerprint of the cluster secrets. Without a service secret it signs with a
+/// random one (`Trust::from_config`) and so matches no other member, as its answers would not.
+pub fn secrets_fingerprint(config: &domain::config::Config) -> String {
+    let given = |secret: &Option<domain::config::Secret>| {
+        secret
+            .as_ref()
+            .map(|s| s.expose().as_bytes().to_vec())
+            .filter(|s| !s.is_empty())
+    };
+    let service =
+        given(&config.auth.service_secret).unwrap_or_else(|| rand::random::<[u8; 32]>().to_vec());
+    let jwt = given(&config.auth.jwt_secret).unwrap_or_default();
+    domain::trust::cluster_fingerprint(&service, &jwt)
 }

@@ -58,6 +58,38 @@ pub fn owner_of(shard: ShardId, members: &[String]) -> Option<&str> {
         .map(|(_, std::cmp::Reverse(m))| m)
 }
 
+/// A live member as far as the cluster's secrets go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sworn {
+    /// Its name.
+    pub node: String,
+    /// When it joined.
+    pub joined_at: chrono::DateTime<chrono::Utc>,
+    /// Its fingerprint of the cluster secrets.
+    pub fingerprint: String,
+}
+
+/// The members that share the shards: those holding the secrets of the longest-standing live
+/// member (the earliest to join; by name on a tie). A node started with other secrets (left
+/// over from an earlier start, or misconfigured) could not authenticate what the gateway
+/// sends it, so it takes no shard, whoever joined first; and a node joining with new secrets
+/// does not take over a running cluster by itself. Names, in order.
+pub fn sworn_in(members: &[Sworn]) -> Vec<String> {
+    let Some(first) = members
+        .iter()
+        .min_by(|a, b| (a.joined_at, &a.node).cmp(&(b.joined_at, &b.node)))
+    else {
+        return Vec::new();
+    };
+    let mut sworn: Vec<String> = members
+        .iter()
+        .filter(|m| m.fingerprint == first.fingerprint)
+        .map(|m| m.node.clone())
+        .collect();
+    sworn.sort();
+    sworn
+}
+
 /// The shards `node` should own among `members`.
 pub fn share_of(node: &str, members: &[String]) -> Vec<ShardId> {
     ShardId::all()
@@ -68,6 +100,29 @@ pub fn share_of(node: &str, members: &[String]) -> Vec<ShardId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_longest_standing_members_secrets_decide_who_shares_the_shards() {
+        let at =
+            |s: i64| chrono::DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap_or_default();
+        let sworn = |node: &str, joined: i64, fingerprint: &str| Sworn {
+            node: node.into(),
+            joined_at: at(joined),
+            fingerprint: fingerprint.into(),
+        };
+        let cluster = vec![
+            sworn("b", 0, "f"),
+            sworn("a", 5, "f"),
+            sworn("late", 9, "g"),
+            sworn("c", 20, "f"),
+        ];
+        assert_eq!(sworn_in(&cluster), ["a", "b", "c"]);
+        // Once the first members have gone, the one standing longest decides.
+        assert_eq!(sworn_in(&cluster[2..]), ["late"]);
+        // A tie goes by name.
+        assert_eq!(sworn_in(&[sworn("y", 0, "g"), sworn("x", 0, "f")]), ["x"]);
+        assert!(sworn_in(&[]).is_empty());
+    }
 
     fn members(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| n.to_string()).collect()

@@ -118,6 +118,17 @@ pub fn verify(
     Ok(signer)
 }
 
+/// The fingerprint of the secrets every events node of a cluster must share: the service
+/// secret (the gateway signs what it forwards with it) and the token secret (every node checks
+/// the caller's token).
+pub fn cluster_fingerprint(service_secret: &[u8], jwt_secret: &[u8]) -> String {
+    let mut both = Vec::with_capacity(service_secret.len() + jwt_secret.len() + 8);
+    both.extend_from_slice(&(service_secret.len() as u64).to_be_bytes());
+    both.extend_from_slice(service_secret);
+    both.extend_from_slice(jwt_secret);
+    fingerprint(&both)
+}
+
 /// What a process tells its peers about its secret, so that they can find out they were given
 /// different ones: an HMAC of a fixed label keyed with the secret. Unlike a plain hash, it is
 /// of no use for signing and cannot be looked up in a table of hashes of known values.

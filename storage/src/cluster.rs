@@ -35,6 +35,10 @@ pub struct Member {
     pub address: String,
     /// Its last heartbeat.
     pub heartbeat_at: DateTime<Utc>,
+    /// When it joined.
+    pub joined_at: DateTime<Utc>,
+    /// Its fingerprint of the cluster secrets (`domain::trust::cluster_fingerprint`).
+    pub fingerprint: String,
 }
 
 /// One shard as the cluster sees it now.
@@ -169,15 +173,21 @@ fn shards(list: &[ShardId]) -> Vec<i16> {
     list.iter().map(|s| s.as_i16()).collect()
 }
 
-/// Says `node` is alive and answers at `address`.
-pub async fn heartbeat(db: &Database, node: &str, address: &str) -> Result<(), DbError> {
+/// Says `node` is alive, answers at `address` and holds the secrets of `fingerprint`.
+pub async fn heartbeat(
+    db: &Database,
+    node: &str,
+    address: &str,
+    fingerprint: &str,
+) -> Result<(), DbError> {
     let client = db.client().await?;
     client
         .execute(
-            "INSERT INTO event_service.members (node, address, heartbeat_at, joined_at)
-             VALUES ($1, $2, clock_timestamp(), clock_timestamp())
-             ON CONFLICT (node) DO UPDATE SET address = EXCLUDED.address, heartbeat_at = EXCLUDED.heartbeat_at",
-            &[&node, &address],
+            "INSERT INTO event_service.members (node, address, heartbeat_at, joined_at, fingerprint)
+             VALUES ($1, $2, clock_timestamp(), clock_timestamp(), $3)
+             ON CONFLICT (node) DO UPDATE SET address = EXCLUDED.address,
+                heartbeat_at = EXCLUDED.heartbeat_at, fingerprint = EXCLUDED.fingerprint",
+            &[&node, &address, &fingerprint],
         )
         .await?;
     Ok(())
@@ -188,7 +198,7 @@ pub async fn live_members(db: &Database, within: Duration) -> Result<Vec<Member>
     let client = db.client().await?;
     let rows = client
         .query(
-            "SELECT node, address, heartbeat_at FROM event_service.members
+            "SELECT node, address, heartbeat_at, joined_at, fingerprint FROM event_service.members
              WHERE heartbeat_at > clock_timestamp() - make_interval(secs => $1::float8 / 1000)
              ORDER BY node",
             &[&millis(within)],
@@ -200,6 +210,8 @@ pub async fn live_members(db: &Database, within: Duration) -> Result<Vec<Member>
             node: r.get(0),
             address: r.get(1),
             heartbeat_at: r.get(2),
+            joined_at: r.get(3),
+            fingerprint: r.get(4),
         })
         .collect())
 }

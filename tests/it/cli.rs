@@ -636,10 +636,14 @@ async fn cluster_status_lists_members_and_the_shards_each_owns() {
     use std::time::Duration;
     let t = TestDb::new().await;
     let ttl = Duration::from_secs(30);
-    storage::cluster::heartbeat(&t.db, "events-a-1", "http://10.0.0.1:8082")
+    storage::cluster::heartbeat(&t.db, "events-a-1", "http://10.0.0.1:8082", "f")
         .await
         .unwrap();
-    storage::cluster::heartbeat(&t.db, "events-b-1", "http://10.0.0.2:8082")
+    storage::cluster::heartbeat(&t.db, "events-b-1", "http://10.0.0.2:8082", "f")
+        .await
+        .unwrap();
+    // A third started later with other secrets: listed, marked, owning nothing.
+    storage::cluster::heartbeat(&t.db, "events-c-1", "http://10.0.0.3:8082", "other")
         .await
         .unwrap();
     let a: Vec<ShardId> = (0..=99).map(ShardId).collect();
@@ -665,7 +669,7 @@ async fn cluster_status_lists_members_and_the_shards_each_owns() {
     .unwrap();
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(stdout.contains("members (2 live)"), "{stdout}");
+    assert!(stdout.contains("members (3 live)"), "{stdout}");
     let line = |node: &str| {
         stdout
             .lines()
@@ -679,6 +683,11 @@ async fn cluster_status_lists_members_and_the_shards_each_owns() {
         "{stdout}"
     );
     assert!(line("events-b-1").contains("100-199"), "{stdout}");
+    assert!(
+        line("events-c-1").contains("OTHER SECRETS") && line("events-c-1").contains("shards   0"),
+        "{stdout}"
+    );
+    assert!(!line("events-a-1").contains("OTHER"), "{stdout}");
     assert!(
         stdout.contains("shards: 200 of 256 owned, 56 without owner (200-255)"),
         "{stdout}"

@@ -17,6 +17,7 @@ fn settings(node: &str) -> MembershipSettings {
         address: format!("http://{node}.test:8082"),
         renew_every: Duration::from_millis(100),
         lease_ttl: Duration::from_millis(600),
+        fingerprint: "the cluster's".into(),
     }
 }
 
@@ -27,7 +28,11 @@ struct Running {
 }
 
 fn start(t: &TestDb, node: &str) -> Running {
-    let (membership, held, _) = Membership::new(t.db.clone(), settings(node));
+    start_with(t, settings(node))
+}
+
+fn start_with(t: &TestDb, settings: MembershipSettings) -> Running {
+    let (membership, held, _) = Membership::new(t.db.clone(), settings);
     let (stop, stop_rx) = watch::channel(false);
     let task = tokio::spawn(membership.run(stop_rx));
     Running { held, stop, task }
@@ -55,6 +60,44 @@ async fn settled(t: &TestDb, nodes: &[&str]) -> bool {
             .all(|(shard, owner)| owner.as_deref() == domain::cluster::owner_of(shard, &members))
     })
     .await
+}
+
+/// A node started with other secrets (left over from an earlier start, or misconfigured)
+/// heartbeats and is listed, but takes no shard from the cluster it could not serve.
+#[tokio::test]
+async fn a_node_with_other_secrets_takes_no_shards() {
+    let t = TestDb::new().await;
+    let _a = start(&t, "events-a");
+    let _b = start(&t, "events-b");
+    assert!(settled(&t, &["events-a", "events-b"]).await);
+    let stranger = start_with(
+        &t,
+        MembershipSettings {
+            fingerprint: "another secret's".into(),
+            ..settings("events-d")
+        },
+    );
+    // Rounds go by: it is a live member, and the shards stay with the two.
+    assert!(
+        eventually(5, || async {
+            cluster::live_members(&t.db, Duration::from_secs(5))
+                .await
+                .unwrap()
+                .iter()
+                .any(|m| m.node == "events-d")
+        })
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(settled(&t, &["events-a", "events-b"]).await);
+    assert!(
+        owners(&t)
+            .await
+            .values()
+            .all(|owner| owner.as_deref() != Some("events-d")),
+        "the stranger owns nothing"
+    );
+    assert!(stranger.held.borrow().0.is_empty());
 }
 
 #[tokio::test]
@@ -196,7 +239,8 @@ async fn a_node_is_ready_only_once_it_holds_its_share_and_serves_nothing_before(
     let t = TestDb::new().await;
     // Its former self (killed) still holds every lease for three seconds.
     let all: Vec<ShardId> = (0..SHARDS).map(|s| ShardId(s as u8)).collect();
-    cluster::heartbeat(&t.db, "default-dead", "http://127.0.0.1:9/")
+    let same_secrets = bilet::node::secrets_fingerprint(&t.config);
+    cluster::heartbeat(&t.db, "default-dead", "http://127.0.0.1:9/", &same_secrets)
         .await
         .unwrap();
     cluster::claim(&t.db, "default-dead", &all, Duration::from_secs(3))

@@ -4,7 +4,7 @@
 //! only. A node that cannot renew in time considers its leases gone before they expire in the
 //! database, so it stops first and another node takes over after.
 
-use domain::cluster::{ShardId, share_of};
+use domain::cluster::{ShardId, Sworn, share_of, sworn_in};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use storage::Database;
@@ -22,6 +22,9 @@ pub struct MembershipSettings {
     pub renew_every: Duration,
     /// How long a lease lasts without renewal.
     pub lease_ttl: Duration,
+    /// Its fingerprint of the cluster secrets (`domain::trust::cluster_fingerprint`): only
+    /// members with the cluster's take shards.
+    pub fingerprint: String,
 }
 
 impl MembershipSettings {
@@ -68,6 +71,8 @@ pub struct MembershipCounts {
     pub lost: u64,
     /// Whether, after the last round, the node holds its whole share (it is ready to serve).
     pub settled: bool,
+    /// Whether the node was refused shards for holding other secrets than the cluster's.
+    pub refused: bool,
 }
 
 /// One node's membership loop.
@@ -146,7 +151,7 @@ impl Membership {
     /// One heartbeat: renew, hand back, claim, publish.
     async fn round(&self) -> Result<(), storage::DbError> {
         let s = &self.settings;
-        cluster::heartbeat(&self.db, &s.node, &s.address).await?;
+        cluster::heartbeat(&self.db, &s.node, &s.address, &s.fingerprint).await?;
         let renewed = cluster::renew(&self.db, &s.node, s.lease_ttl).await?;
         let before = self.held.borrow().clone();
         let mut held = Held::of(&renewed);
@@ -155,11 +160,21 @@ impl Membership {
             .iter()
             .filter(|(shard, epoch)| held.0.get(shard) != Some(epoch))
             .count() as u64;
-        let members: Vec<String> = cluster::live_members(&self.db, s.member_timeout())
+        let live: Vec<Sworn> = cluster::live_members(&self.db, s.member_timeout())
             .await?
             .into_iter()
-            .map(|m| m.node)
+            .map(|m| Sworn {
+                node: m.node,
+                joined_at: m.joined_at,
+                fingerprint: m.fingerprint,
+            })
             .collect();
+        let members = sworn_in(&live);
+        if !members.contains(&s.node) && !self.counts.borrow().refused {
+            tracing::error!(node = %s.node, cluster = ?members,
+                "this node's SERVICE_SECRET or JWT_SECRET differ from the cluster's (those of its longest-standing member): it takes no shards; give it the cluster's secrets, or stop the members left over from another start");
+        }
+        // A node that is not sworn in owns no share: whatever it held goes back below.
         let mine = share_of(&s.node, &members);
         // What another member should own goes back: first out of use, then released.
         let give_back: Vec<ShardId> = held
@@ -188,8 +203,10 @@ impl Membership {
         }
         let settled = mine.iter().all(|shard| held.0.contains_key(shard));
         self.held.send_replace(held);
+        let refused = !members.contains(&s.node);
         self.counts.send_modify(|c| {
-            c.settled = settled;
+            c.refused = refused;
+            c.settled = settled && !refused;
             c.renewals += 1;
             c.claimed += claimed.len() as u64;
             c.handed_over += give_back.len() as u64;

@@ -402,6 +402,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V7__shard_leases",
                 include_str!("../../../migrations/event_service/V7__shard_leases.sql"),
             ),
+            (
+                "V8__member_secrets",
+                include_str!("../../../migrations/event_service/V8__member_secrets.sql"),
+            ),
         ],
         Schema::MediaService => &[
             (
