@@ -1689,6 +1689,7 @@ async fn a_sale_while_organizers_edit_it_answers_no_500_and_counts_equal_rows() 
 /// request's transaction that PostgreSQL ends. Returns the request's answer.
 async fn against_the_order(
     raw: &tokio_postgres::Client,
+    watcher: &tokio_postgres::Client,
     event: &str,
     ticket_type: &str,
     request: impl std::future::Future<Output = crate::support::Reply>,
@@ -1700,7 +1701,21 @@ async fn against_the_order(
     .await
     .unwrap();
     let session = async {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        // Once the request waits for the ticket type, it holds the event.
+        let waiting = eventually(10, || async {
+            watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get::<_, i64>(0)
+                >= 1
+        })
+        .await;
+        assert!(waiting, "the request never waited for the ticket type");
         raw.batch_execute(&format!(
             "SELECT 1 FROM event_service.events WHERE id = '{event}' FOR UPDATE"
         ))
@@ -1731,6 +1746,7 @@ async fn a_request_that_loses_a_deadlock_runs_again_and_answers() {
     let (owner, _) = ctx.owner(&admin).await;
     let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "Stalls", "quantity": 10})).await;
     let raw = ctx.t.owner().await;
+    let watcher = ctx.t.owner().await;
 
     let before = deadlocks(&raw).await;
     let path = format!("/api/v1/events/{event}/ticket-types/{ticket_type}");
@@ -1739,14 +1755,14 @@ async fn a_request_that_loses_a_deadlock_runs_again_and_answers() {
         Some(&owner.access),
         json!({"name": "Stalls", "quantity": 12}),
     );
-    let edited = against_the_order(&raw, &event, &ticket_type, edit).await;
+    let edited = against_the_order(&raw, &watcher, &event, &ticket_type, edit).await;
     assert_eq!(edited.status, 200, "{}", edited.body);
     assert_eq!(edited.body["quantity"], 12);
 
     let token = participant().1;
     let key = Uuid::new_v4().to_string();
     let seat = register(&ctx, &token, &event, &ticket_type, &key);
-    let seated = against_the_order(&raw, &event, &ticket_type, seat).await;
+    let seated = against_the_order(&raw, &watcher, &event, &ticket_type, seat).await;
     assert_eq!(seated.status, 201, "{}", seated.body);
     assert_eq!(audit(&ctx, &ticket_type).await, (1, 0, 1, 0));
 

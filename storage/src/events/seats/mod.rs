@@ -148,7 +148,10 @@ async fn commit(
     batches: &[SeatBatch<'_>],
 ) -> Result<Vec<Vec<SeatOutcome>>> {
     let tx = db.begin(scope).await?;
-    let (written, ()) = tokio::try_join!(write(&tx, batches), fence.check(&tx))?;
+    // Pipelined: the first error in statement order is the cause (see `reads::read`).
+    let (written, fenced) = tokio::join!(write(&tx, batches), fence.check(&tx));
+    let written = written?;
+    fenced?;
     let events: Vec<Envelope> = written
         .iter()
         .flat_map(|w| w.events.iter().cloned())
@@ -222,25 +225,25 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
         .collect();
 
     // People holding a seat from the waiting list get it back for their own registration.
-    let holders =
-        futures_util::future::try_join_all(batches.iter().zip(&offers).zip(&verdicts).map(
-            |((batch, offer), verdicts)| async move {
-                let seekers: Vec<Uuid> = verdicts
-                    .iter()
-                    .zip(batch.requests)
-                    .filter(|(v, _)| matches!(v, Verdict::Seat))
-                    .map(|(_, r)| r.user.as_uuid())
-                    .collect();
-                if !offer.is_some_and(|o| o.any_holds) || seekers.is_empty() {
-                    return Ok(HashSet::new());
-                }
-                let held =
-                    super::waitlist::convert_holds(tx, batch.ticket_type, &seekers, batch.now)
-                        .await?;
-                Ok::<_, crate::Error>(held.into_iter().collect::<HashSet<Uuid>>())
-            },
-        ))
-        .await?;
+    let holders = futures_util::future::join_all(batches.iter().zip(&offers).zip(&verdicts).map(
+        |((batch, offer), verdicts)| async move {
+            let seekers: Vec<Uuid> = verdicts
+                .iter()
+                .zip(batch.requests)
+                .filter(|(v, _)| matches!(v, Verdict::Seat))
+                .map(|(_, r)| r.user.as_uuid())
+                .collect();
+            if !offer.is_some_and(|o| o.any_holds) || seekers.is_empty() {
+                return Ok(HashSet::new());
+            }
+            let held =
+                super::waitlist::convert_holds(tx, batch.ticket_type, &seekers, batch.now).await?;
+            Ok::<_, crate::Error>(held.into_iter().collect::<HashSet<Uuid>>())
+        },
+    ))
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
 
     let mut records = Records::default();
     let mut new = Vec::new();
@@ -318,11 +321,14 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
             .await
             .map_err(crate::Error::from)
     };
-    let ((), rows, ()) = tokio::try_join!(
+    let (generic, rows, recorded) = tokio::join!(
         generic,
         writes::insert(tx, &new, &counted),
         records.insert(tx)
-    )?;
+    );
+    generic?;
+    let rows = rows?;
+    recorded?;
     let index: HashMap<Uuid, usize> = batches
         .iter()
         .enumerate()
@@ -354,7 +360,7 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
         written[i].created.insert(registration.id, registration);
     }
     // Registering ends one's wait for the event's other ticket types.
-    futures_util::future::try_join_all(
+    futures_util::future::join_all(
         written
             .iter()
             .zip(&offers)
@@ -366,7 +372,9 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
                 async move { super::waitlist::close_for(tx, offer.event, &registered).await }
             }),
     )
-    .await?;
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
     Ok(written)
 }
 

@@ -64,11 +64,15 @@ pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
     let users: Vec<Uuid> = requests().map(|(_, r)| r.user.as_uuid()).collect();
     let tenants: Vec<Uuid> = requests().map(|(b, _)| b.tenant.as_uuid()).collect();
     let keys: Vec<Uuid> = requests().map(|(_, r)| r.key).collect();
-    let (offers, people, answered) = tokio::try_join!(
+    // Pipelined on one connection: once a statement fails, the ones after it fail with
+    // "transaction aborted" (25P02). Waiting for all and taking the first error in statement
+    // order keeps the cause (a lost lock race is run again; 25P02 would be a 500).
+    let (offers, people, answered) = tokio::join!(
         offers(tx, batches),
         people(tx, &events, &users),
         answered(tx, &tenants, &users, &keys)
-    )?;
+    );
+    let (offers, people, answered) = (offers?, people?, answered?);
     Ok(Read {
         offers,
         people,
@@ -114,10 +118,11 @@ async fn offers(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Offers> {
     let (events_stmt, types_stmt) =
         tokio::try_join!(tx.prepare_cached(&events_sql), tx.prepare_cached(types_sql))?;
     // Sent in this order on one connection, so the events are locked first.
-    let (event_rows, type_rows) = tokio::try_join!(
-        async { Ok::<_, crate::Error>(tx.query(&events_stmt, &[&events]).await?) },
-        async { Ok::<_, crate::Error>(tx.query(&types_stmt, &[&types]).await?) },
-    )?;
+    let (event_rows, type_rows) =
+        tokio::join!(async { tx.query(&events_stmt, &[&events]).await }, async {
+            tx.query(&types_stmt, &[&types]).await
+        },);
+    let (event_rows, type_rows) = (event_rows?, type_rows?);
     let read_events: HashMap<Uuid, EventRow> = event_rows
         .iter()
         .map(|row| {
