@@ -81,10 +81,13 @@ async fn claim_in(
     let row = client
         .query_opt(
             &format!(
-                "SELECT request_hash, status, content_type, response_body, created_at
+                // Abandonment is judged on the database's clock, the one that wrote
+                // `created_at`: a node whose clock runs ahead would take over live claims.
+                "SELECT request_hash, status, content_type, response_body, created_at,
+                        created_at < clock_timestamp() - make_interval(secs => $3::float8)
                  FROM {s}.idempotency_keys WHERE owner_id = $1 AND key = $2"
             ),
-            &[&owner, &key],
+            &[&owner, &key, &ABANDONED_AFTER_SECONDS],
         )
         .await?;
     let Some(row) = row else {
@@ -104,8 +107,8 @@ async fn claim_in(
         })),
         None => {
             let created: DateTime<Utc> = row.get(4);
-            let age = (Utc::now() - created).num_milliseconds() as f64 / 1000.0;
-            if age > ABANDONED_AFTER_SECONDS {
+            let abandoned: bool = row.get(5);
+            if abandoned {
                 // Take over a claim whose process died; only one caller wins the update.
                 let taken = client
                     .execute(

@@ -443,3 +443,47 @@ async fn server_failure_releases_the_key_for_a_retry() {
     let replay = post_with_key(&base, "/flaky", &key, None, json!({})).await;
     assert_eq!(replay.headers()["idempotent-replayed"], "true");
 }
+
+/// A key in progress is taken over only once its claim is five minutes old on the database's
+/// clock, the one that wrote it: the node's clock plays no part.
+#[tokio::test]
+async fn an_abandoned_key_is_judged_on_the_database_clock() {
+    use storage::idempotency::{Claim, claim};
+    let t = crate::support::TestDb::new().await;
+    let owner = t.owner().await;
+    let (user, key) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+    let schema = storage::Schema::EventService;
+    assert!(matches!(
+        claim(&t.db, schema, user, key, b"body").await.unwrap(),
+        Claim::Fresh
+    ));
+    let age = |minutes: i32| {
+        let owner = &owner;
+        async move {
+            owner
+                .execute(
+                    "UPDATE event_service.idempotency_keys
+                     SET created_at = clock_timestamp() - make_interval(mins => $3)
+                     WHERE owner_id = $1 AND key = $2",
+                    &[&user, &key, &minutes],
+                )
+                .await
+                .unwrap();
+        }
+    };
+    age(4).await;
+    assert!(matches!(
+        claim(&t.db, schema, user, key, b"body").await.unwrap(),
+        Claim::InProgress
+    ));
+    age(6).await;
+    assert!(matches!(
+        claim(&t.db, schema, user, key, b"body").await.unwrap(),
+        Claim::Fresh
+    ));
+    // Taken over: the new claim is fresh on the same clock, and in progress again.
+    assert!(matches!(
+        claim(&t.db, schema, user, key, b"body").await.unwrap(),
+        Claim::InProgress
+    ));
+}
