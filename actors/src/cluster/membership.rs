@@ -170,7 +170,8 @@ impl Membership {
             })
             .collect();
         let members = sworn_in(&live);
-        if !members.contains(&s.node) && !self.counts.borrow().refused {
+        let refused = !members.contains(&s.node);
+        if refused && !self.counts.borrow().refused {
             tracing::error!(node = %s.node, cluster = ?members,
                 "this node's SERVICE_SECRET or JWT_SECRET differ from the cluster's (those of its longest-standing member): it takes no shards; give it the cluster's secrets, or stop the members left over from another start");
         }
@@ -203,7 +204,6 @@ impl Membership {
         }
         let settled = mine.iter().all(|shard| held.0.contains_key(shard));
         self.held.send_replace(held);
-        let refused = !members.contains(&s.node);
         self.counts.send_modify(|c| {
             c.refused = refused;
             c.settled = settled && !refused;
