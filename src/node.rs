@@ -40,8 +40,19 @@ pub struct Node {
 }
 
 impl Node {
-    /// Stops accepting requests, lets running ones finish and stops the relay.
+    /// Leaves the events cluster while still serving (its shards handed over, requests for
+    /// them forwarded to their new owners until the gateways' maps have moved), then stops
+    /// accepting requests, lets running ones finish and stops the relay.
     pub async fn stop(self) {
+        // The membership stops using its shards (their actors stop, waiting seat requests
+        // answer "moved" and the gateways send them again) and gives them back.
+        let _ = self.cluster_stop.send(true);
+        for membership in self.cluster {
+            let _ = membership.await;
+        }
+        if self.state.ticketing.ownership().takes_part() {
+            await_successors(&self.state).await;
+        }
         let _ = self.shutdown.send(true);
         for server in self.servers {
             let _ = server.await;
@@ -52,11 +63,6 @@ impl Node {
         }
         // Servers are drained, so no seat request waits on an actor any more.
         self.state.ticketing.stop_all().await;
-        // Only then are the shards handed back: nothing of this node writes for them now.
-        let _ = self.cluster_stop.send(true);
-        for membership in self.cluster {
-            let _ = membership.await;
-        }
         if let Some(media) = &self.state.media {
             media.stop();
         }
@@ -70,6 +76,33 @@ impl Node {
         }
         self.relay.stop().await;
     }
+}
+
+/// Waits, within the hand-over time, until every shard has an owner again (when another
+/// member is alive to take them), and a renewal's time more for the gateways to read the map:
+/// until then this node still answers and forwards what they send it.
+async fn await_successors(state: &AppState) {
+    let cluster = &state.config.cluster;
+    let renewal = Duration::from_millis(cluster.renew_every_ms);
+    let deadline = tokio::time::Instant::now() + cluster.hand_over_wait();
+    loop {
+        let others =
+            storage::cluster::live_members(&state.db, Duration::from_millis(cluster.lease_ttl_ms))
+                .await
+                .map(|m| !m.is_empty())
+                .unwrap_or(false);
+        if !others {
+            return;
+        }
+        let owned = storage::cluster::map(&state.db)
+            .await
+            .is_ok_and(|shards| shards.iter().all(|s| s.owner.is_some()));
+        if owned || tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(renewal).await;
+    }
+    tokio::time::sleep(renewal).await;
 }
 
 /// Runs the node until SIGINT or SIGTERM. `migrate` (`bilet serve --migrate`) applies pending
@@ -169,6 +202,9 @@ pub async fn start_with(
     // An events node joins the cluster under a name of this incarnation: a restarted process
     // never inherits the leases (and epochs) of the one before it.
     let runs_events = node_config.services.contains(&Service::Events);
+    // Computed once: without a service secret it is random, and this process's gateway must
+    // trust this process's events node.
+    let fingerprint = secrets_fingerprint(&config);
     let membership = if runs_events {
         let addr = config
             .address(&node_config, Service::Events)
@@ -179,7 +215,7 @@ pub async fn start_with(
             address: addr.url.clone(),
             renew_every: Duration::from_millis(config.cluster.renew_every_ms),
             lease_ttl: Duration::from_millis(config.cluster.lease_ttl_ms),
-            fingerprint: secrets_fingerprint(&config),
+            fingerprint: fingerprint.clone(),
         };
         let node = settings.node.clone();
         // Heartbeats and renewals get connections of their own: a burst that keeps every
@@ -203,7 +239,7 @@ pub async fn start_with(
     let shard_map = node_config
         .services
         .contains(&Service::Gateway)
-        .then(ShardMap::new);
+        .then(|| ShardMap::new(fingerprint));
     let notifications = if node_config.services.contains(&Service::Notifications) {
         Some(start_notifications(&config, &db, &metrics).await?)
     } else {

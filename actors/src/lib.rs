@@ -3,5 +3,7 @@
 //! actor expires reservations from the deadlines stored in the database.
 
 pub mod cluster;
+#[cfg(feature = "faults")]
+pub mod faults;
 pub mod media;
 pub mod ticketing;

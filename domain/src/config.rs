@@ -539,6 +539,17 @@ pub struct ClusterConfig {
     pub map_poll_ms: u64,
 }
 
+impl ClusterConfig {
+    /// How long a gateway holds a seat request or a read through a hand-over before it answers
+    /// 503: a lease running out, another member's next round claiming the shard, and a margin
+    /// for the map to be read again.
+    pub fn hand_over_wait(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(
+            self.lease_ttl_ms + 2 * self.renew_every_ms + self.map_poll_ms.min(500),
+        )
+    }
+}
+
 impl Default for ClusterConfig {
     fn default() -> Self {
         ClusterConfig {

@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod gateway;
+pub mod handover;
 pub mod health;
 pub mod idempotency;
 pub mod identity;

@@ -2,10 +2,12 @@
 //! service's address from cluster.toml with the trusted headers the gateway set and the same
 //! correlation id; a service that does not answer yields 503 in the error format. Requests
 //! about one event go to the events node that owns the event's shard (the shard map); while a
-//! shard has no owner the answer is 503 with Retry-After.
+//! shard has no owner, a request that may be sent again is held through the hand-over
+//! (`crate::handover`); the others are answered 503 with Retry-After.
 
 use crate::conventions::{CORRELATION_ID, CorrelationId};
 use crate::error::ApiError;
+use crate::handover;
 use crate::state::AppState;
 use crate::trust::Trust;
 use actors::cluster::ShardMap;
@@ -13,7 +15,7 @@ use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderName, HeaderValue, header};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use domain::ErrorCode;
@@ -22,6 +24,7 @@ use domain::error::Refusal;
 use domain::refusals::PlatformRefusal;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// Largest request body forwarded (the upload limit of the media service, with headroom).
 pub(crate) const MAX_FORWARDED_BODY: usize = 16 * 1024 * 1024;
@@ -56,26 +59,8 @@ struct Upstream {
     trust: Trust,
     /// For the events service: who owns which shard.
     shards: Option<ShardMap>,
-}
-
-impl Upstream {
-    /// Where a request for `path` goes: the owner of the event it names, else a live member
-    /// (or the configured address); none while the event's shard has no owner.
-    fn base_for(&self, path: &str) -> Option<Arc<str>> {
-        let Some(map) = &self.shards else {
-            return Some(self.base.clone());
-        };
-        match crate::events::owner::event_in_path(path) {
-            Some(event) => map
-                .owner(domain::cluster::shard_of(event))
-                .map(|owner| Arc::from(owner.trim_end_matches('/'))),
-            None => Some(
-                map.any_member()
-                    .map(|m| Arc::from(m.trim_end_matches('/')))
-                    .unwrap_or_else(|| self.base.clone()),
-            ),
-        }
-    }
+    /// How long a request that may be sent again is held through a hand-over.
+    hand_over: Duration,
 }
 
 /// A client for forwarding, with the gateway's timeouts.
@@ -95,6 +80,7 @@ pub fn routes(
     timeout: Duration,
     trust: Trust,
     shards: Option<ShardMap>,
+    hand_over: Duration,
 ) -> Router<AppState> {
     let upstream = Upstream {
         client: client(timeout),
@@ -102,6 +88,7 @@ pub fn routes(
         service: service.name(),
         trust,
         shards: shards.filter(|_| service == Service::Events),
+        hand_over,
     };
     let mut router = Router::new();
     for prefix in prefixes(service) {
@@ -141,22 +128,70 @@ fn unavailable(service: &str, cause: &dyn std::fmt::Display) -> Response {
 
 async fn forward(State(upstream): State<Upstream>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let Some(base) = upstream.base_for(parts.uri.path()) else {
-        return ApiError::moved(&"the event's shard has no owner yet").into_response();
-    };
     let Ok(body) = to_bytes(body, MAX_FORWARDED_BODY).await else {
         return ApiError::new(ErrorCode::PayloadTooLarge).into_response();
     };
-    send(
-        &upstream.client,
-        &base,
-        upstream.service,
-        &parts,
-        body,
-        Some(&upstream.trust),
-        &[],
-    )
-    .await
+    let Some(map) = &upstream.shards else {
+        return send(
+            &upstream.client,
+            &upstream.base,
+            upstream.service,
+            &parts,
+            body,
+            Some(&upstream.trust),
+            &[],
+        )
+        .await;
+    };
+    let path = parts.uri.path();
+    let event = crate::events::owner::event_in_path(path);
+    let read = parts.method == Method::GET || parts.method == Method::HEAD;
+    let patient = handover::may_resend(&parts.method, path, &parts.headers);
+    let deadline = Instant::now() + upstream.hand_over;
+    let mut attempt: u32 = 0;
+    loop {
+        attempt += 1;
+        let Some(base) = handover::target(map, event, read) else {
+            if patient && Instant::now() < deadline {
+                handover::pause(map, attempt, deadline).await;
+                continue;
+            }
+            return ApiError::moved(&"the event's shard has no owner yet").into_response();
+        };
+        let base = base.trim_end_matches('/');
+        let sent = send(
+            &upstream.client,
+            base,
+            upstream.service,
+            &parts,
+            body.clone(),
+            Some(&upstream.trust),
+            &[],
+        );
+        if !patient {
+            return sent.await;
+        }
+        // A paused owner answers nothing: once the map has moved on, the copy that waits on
+        // it is dropped and the request goes to the new owner (the key makes it one seat).
+        let answered = tokio::select! {
+            answer = sent => Some(answer),
+            _ = handover::moved_away(map, event, base) => None,
+            _ = tokio::time::sleep_until(deadline) => None,
+        };
+        match answered {
+            Some(answer) if answer.status() != StatusCode::SERVICE_UNAVAILABLE => return answer,
+            Some(answer) if Instant::now() >= deadline => return answer,
+            Some(_) => handover::pause(map, attempt, deadline).await,
+            None if Instant::now() >= deadline => {
+                return ApiError::moved(
+                    &"the event's owner did not answer within the hand-over time",
+                )
+                .into_response();
+            }
+            None => {}
+        }
+        tracing::debug!(path, attempt, "held through a hand-over; sending again");
+    }
 }
 
 /// Sends the request of `parts` with `body` to the same path and query at `base` and streams

@@ -95,6 +95,7 @@ pub fn gateway(state: AppState, door: Door, local: &[Service]) -> Router {
                 timeout,
                 trust.clone(),
                 state.shard_map.clone(),
+                state.config.cluster.hand_over_wait(),
             ));
         }
     }

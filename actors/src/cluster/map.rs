@@ -1,9 +1,11 @@
 //! The gateway's map of the events cluster: which node's address owns each shard, and which
 //! members are alive. It is read on every request without waiting, and refreshed from
 //! PostgreSQL when an owner changes (NOTIFY) and by polling, so a lost notification only
-//! delays a change.
+//! delays a change. Only members holding the gateway's own secrets count: a node started with
+//! other secrets would refuse every request the gateway signs, so it is never routed to.
 
 use domain::cluster::{SHARDS, ShardId};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -11,7 +13,7 @@ use storage::Database;
 use storage::cluster;
 use tokio::sync::{Notify, watch};
 
-#[derive(Default)]
+#[derive(Default, PartialEq)]
 struct View {
     /// The owner's address of each shard (empty while a shard has no owner).
     owners: Vec<Option<Arc<str>>>,
@@ -20,16 +22,26 @@ struct View {
 }
 
 /// Who owns which shard, as last read.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ShardMap {
     view: Arc<RwLock<View>>,
     next: Arc<AtomicUsize>,
+    /// The gateway's fingerprint of the cluster secrets: members with another are left out.
+    fingerprint: Arc<str>,
+    /// Counts the readings that changed the map, for requests waiting on a hand-over.
+    changes: watch::Sender<u64>,
 }
 
 impl ShardMap {
-    /// An empty map (every shard without owner until the first refresh).
-    pub fn new() -> ShardMap {
-        ShardMap::default()
+    /// An empty map (every shard without owner until the first refresh) of the members whose
+    /// fingerprint of the cluster secrets is `fingerprint`.
+    pub fn new(fingerprint: impl Into<Arc<str>>) -> ShardMap {
+        ShardMap {
+            view: Arc::default(),
+            next: Arc::default(),
+            fingerprint: fingerprint.into(),
+            changes: watch::channel(0).0,
+        }
     }
 
     /// The address of the owner of `shard`, if it has one.
@@ -48,6 +60,19 @@ impl ShardMap {
         view.members.get(turn % view.members.len()).cloned()
     }
 
+    /// Whether `address` is a live member's (trailing slashes aside).
+    pub fn is_member(&self, address: &str) -> bool {
+        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
+        view.members
+            .iter()
+            .any(|m| m.trim_end_matches('/') == address.trim_end_matches('/'))
+    }
+
+    /// A receiver told of every reading that changed the map.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
     /// Reads the map again.
     pub async fn refresh(
         &self,
@@ -55,18 +80,33 @@ impl ShardMap {
         member_timeout: Duration,
     ) -> Result<(), storage::DbError> {
         let shards = cluster::map(db).await?;
-        let members = cluster::live_members(db, member_timeout).await?;
+        let members: Vec<cluster::Member> = cluster::live_members(db, member_timeout)
+            .await?
+            .into_iter()
+            .filter(|m| *m.fingerprint == *self.fingerprint)
+            .collect();
+        let trusted: HashSet<&str> = members.iter().map(|m| m.node.as_str()).collect();
         let mut owners: Vec<Option<Arc<str>>> = vec![None; usize::from(SHARDS)];
-        for state in shards {
+        for state in &shards {
             if let Some(slot) = owners.get_mut(usize::from(state.shard.0)) {
-                *slot = state.owner.map(|(_, address)| Arc::from(address.as_str()));
+                *slot = state
+                    .owner
+                    .as_ref()
+                    .filter(|(node, _)| trusted.contains(node.as_str()))
+                    .map(|(_, address)| Arc::from(address.as_str()));
             }
         }
         let members = members
-            .into_iter()
+            .iter()
             .map(|m| Arc::from(m.address.as_str()))
             .collect();
-        *self.view.write().unwrap_or_else(|p| p.into_inner()) = View { owners, members };
+        let view = View { owners, members };
+        let mut current = self.view.write().unwrap_or_else(|p| p.into_inner());
+        if *current != view {
+            *current = view;
+            drop(current);
+            self.changes.send_modify(|n| *n += 1);
+        }
         Ok(())
     }
 

@@ -2,7 +2,8 @@
 //! holds, hands back the shards another live member should own, claims its own share when
 //! free, and publishes what it holds so the ticketing actors and timers run for those shards
 //! only. A node that cannot renew in time considers its leases gone before they expire in the
-//! database, so it stops first and another node takes over after.
+//! database, so it stops first and another node takes over after; every round runs under that
+//! deadline, so a database that stops answering without an error is noticed as well.
 
 use domain::cluster::{ShardId, Sworn, share_of, sworn_in};
 use std::collections::BTreeMap;
@@ -125,10 +126,21 @@ impl Membership {
                 tracing::debug!(error = %e, "silent members not forgotten");
             }
             let started = Instant::now();
-            match self.round().await {
-                Ok(()) => trusted_until = Some(started + self.settings.trust_for()),
-                Err(e) => {
-                    tracing::warn!(node = %self.settings.node, error = %e, "cluster round failed");
+            // A round that hangs (a connection cut without an error) must not keep the node
+            // believing in leases it cannot prove: it ends when the trust would.
+            let deadline = trusted_until.unwrap_or(started + self.settings.trust_for());
+            let round = tokio::time::timeout_at(deadline.into(), self.round()).await;
+            match round {
+                Ok(Ok(())) => trusted_until = Some(started + self.settings.trust_for()),
+                failed => {
+                    match failed {
+                        Ok(Err(e)) => {
+                            tracing::warn!(node = %self.settings.node, error = %e, "cluster round failed")
+                        }
+                        _ => {
+                            tracing::warn!(node = %self.settings.node, "cluster round did not finish before the leases' trust ran out")
+                        }
+                    }
                     // Leases not renewed in time may be someone else's by now: stop using them.
                     if trusted_until.is_some_and(|t| Instant::now() >= t) {
                         self.lose_all();
@@ -143,8 +155,20 @@ impl Membership {
         }
         // Stop using the shards first, then give them back for another node to take at once.
         self.held.send_replace(Held::default());
-        if let Err(e) = cluster::leave(&self.db, &self.settings.node).await {
-            tracing::warn!(node = %self.settings.node, error = %e, "could not leave the cluster cleanly");
+        // Bounded: a database out of reach lets the leases run out instead.
+        match tokio::time::timeout(
+            self.settings.lease_ttl,
+            cluster::leave(&self.db, &self.settings.node),
+        )
+        .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(node = %self.settings.node, error = %e, "could not leave the cluster cleanly")
+            }
+            Err(_) => {
+                tracing::warn!(node = %self.settings.node, "leaving the cluster took too long; its leases run out instead")
+            }
         }
     }
 

@@ -99,6 +99,18 @@ impl Ownership {
         self.held.borrow().0.len()
     }
 
+    /// Resolves once `lease` is no longer held (lost, handed over, or held at another epoch).
+    pub async fn lost(&self, lease: Lease) {
+        let mut held = self.held.clone();
+        if held
+            .wait_for(|h| h.lease(lease.shard) != Some(lease))
+            .await
+            .is_err()
+        {
+            // The membership is gone: nothing is proven any more.
+        }
+    }
+
     /// A receiver of every change of what is held.
     pub fn changes(&self) -> watch::Receiver<Held> {
         self.held.clone()

@@ -1,5 +1,7 @@
 //! The actor of one event (ractor): it supervises the ticket-type actors of the event (starts
-//! them on first use, starts a failed one again) and owns the
+//! them on first use, starts a failed one again after a pause that grows with its recent
+//! failures, holding the type's requests meanwhile, and gives up — failing itself, which its
+//! own supervisor sees — past `MAX_RESTARTS` within a minute) and owns the
 //! event-level timer, the reminder 24 hours before the start, read from the database when it
 //! starts. It stops when it has been idle and no ticket-type actor runs under it.
 
@@ -22,7 +24,8 @@ use uuid::Uuid;
 pub enum EventMsg {
     /// A seat request for one of the event's ticket types.
     Seat(Uuid, Box<Job>),
-    /// Start the actor of this ticket type now (its timers exist again).
+    /// Start the actor of this ticket type again (after a failure) and hand it the requests
+    /// held meanwhile.
     Wake(Uuid),
     /// The reminder may be due.
     Remind,
@@ -60,6 +63,10 @@ pub struct EventState {
     last_active: Instant,
     /// When the reminder falls due, while one is still to be sent.
     reminder_due: Option<chrono::DateTime<chrono::Utc>>,
+    /// Recent failures of each ticket type's actor (the last minute's).
+    failures: HashMap<Uuid, Vec<Instant>>,
+    /// Requests for a ticket type whose actor waits to be started again.
+    held: HashMap<Uuid, Vec<Job>>,
 }
 
 /// The event actor.
@@ -81,6 +88,8 @@ impl Actor for EventActor {
             children: HashMap::new(),
             last_active: Instant::now(),
             reminder_due: due,
+            failures: HashMap::new(),
+            held: HashMap::new(),
         };
         if let Some(due) = due {
             remind_at(&myself, &state, due);
@@ -98,24 +107,16 @@ impl Actor for EventActor {
         match message {
             EventMsg::Seat(ticket_type, job) => {
                 state.last_active = Instant::now();
-                match child(&myself, state, ticket_type).await {
-                    Ok(actor) => {
-                        if let Err(e) = actor.send_message(TicketTypeMsg::Seat(*job)) {
-                            // Stopping between lookup and send: answer through a fresh one.
-                            state.children.remove(&ticket_type);
-                            if let ractor::MessagingErr::SendErr(TicketTypeMsg::Seat(job)) = e {
-                                let actor = child(&myself, state, ticket_type).await?;
-                                actor.send_message(TicketTypeMsg::Seat(job))?;
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        let _ = job.reply.send(Err(TicketingError::Failed(e.to_string())));
-                    }
+                if let Some(held) = state.held.get_mut(&ticket_type) {
+                    held.push(*job);
+                    return Ok(());
                 }
+                seat(&myself, state, ticket_type, *job).await;
             }
             EventMsg::Wake(ticket_type) => {
-                child(&myself, state, ticket_type).await?;
+                for job in state.held.remove(&ticket_type).unwrap_or_default() {
+                    seat(&myself, state, ticket_type, job).await;
+                }
             }
             EventMsg::Remind => {
                 let Some(due) = state.reminder_due else {
@@ -157,7 +158,7 @@ impl Actor for EventActor {
             }
             EventMsg::Idle => {
                 let left = super::idle_left(state.last_active.elapsed(), state.args.idle);
-                if left.is_none() && state.children.is_empty() {
+                if left.is_none() && state.children.is_empty() && state.held.is_empty() {
                     myself.stop(Some("idle".into()));
                 } else {
                     myself.send_after(left.unwrap_or(state.args.idle), || EventMsg::Idle);
@@ -185,14 +186,62 @@ impl Actor for EventActor {
                     .map(|(t, _)| *t)
                     .collect();
                 for ticket_type in failed {
-                    tracing::error!(%ticket_type, %error, "ticket-type actor failed; starting it again");
                     state.children.remove(&ticket_type);
-                    myself.send_message(EventMsg::Wake(ticket_type))?;
+                    let now = Instant::now();
+                    let recent = state.failures.entry(ticket_type).or_default();
+                    recent.retain(|at| now.duration_since(*at) < Duration::from_secs(60));
+                    recent.push(now);
+                    let Some(pause) = super::restart_pause(recent.len()) else {
+                        // Failing again and again: not a blip. The event actor gives up (its
+                        // supervisor counts it) and the requests go back to the registry.
+                        return Err(format!(
+                            "ticket-type actor {ticket_type} failed {} times within a minute: {error}",
+                            recent.len()
+                        )
+                        .into());
+                    };
+                    tracing::error!(%ticket_type, %error, pause_ms = pause.as_millis() as u64,
+                        "ticket-type actor failed; starting it again after a pause");
+                    state.held.entry(ticket_type).or_default();
+                    myself.send_after(pause, move || EventMsg::Wake(ticket_type));
                 }
             }
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// Hands a seat request to the actor of its ticket type, started if needed; a type whose
+/// actor cannot start answers "unavailable" (503), not a failure of the platform.
+async fn seat(myself: &ActorRef<EventMsg>, state: &mut EventState, ticket_type: Uuid, job: Job) {
+    let unavailable = |e: &dyn std::fmt::Display| {
+        TicketingError::Unavailable(format!("the ticket type's actor did not start: {e}"))
+    };
+    let actor = match child(myself, state, ticket_type).await {
+        Ok(actor) => actor,
+        Err(e) => {
+            let _ = job.reply.send(Err(unavailable(&e)));
+            return;
+        }
+    };
+    if let Err(ractor::MessagingErr::SendErr(TicketTypeMsg::Seat(job))) =
+        actor.send_message(TicketTypeMsg::Seat(job))
+    {
+        // Stopping between lookup and send: answer through a fresh one.
+        state.children.remove(&ticket_type);
+        match child(myself, state, ticket_type).await {
+            Ok(actor) => {
+                if let Err(ractor::MessagingErr::SendErr(TicketTypeMsg::Seat(job))) =
+                    actor.send_message(TicketTypeMsg::Seat(job))
+                {
+                    let _ = job.reply.send(Err(unavailable(&"it stopped at once")));
+                }
+            }
+            Err(e) => {
+                let _ = job.reply.send(Err(unavailable(&e)));
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 mod committer;
 mod event;
 mod registry;
+mod supervisor;
 mod ticket_type;
 mod timers;
 
@@ -18,9 +19,20 @@ fn idle_left(quiet: std::time::Duration, idle: std::time::Duration) -> Option<st
     idle.checked_sub(quiet).filter(|left| !left.is_zero())
 }
 
+/// Most failures of one ticket type's actor within a minute that are met by starting it again.
+const MAX_RESTARTS: usize = 5;
+
+/// How long a ticket type's actor waits to be started again after its `failures`-th failure
+/// within a minute (doubling from 50 ms); `None` past `MAX_RESTARTS`: then it is not a blip.
+fn restart_pause(failures: usize) -> Option<std::time::Duration> {
+    (1..=MAX_RESTARTS)
+        .contains(&failures)
+        .then(|| std::time::Duration::from_millis(50 << (failures - 1)))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::idle_left;
+    use super::{idle_left, restart_pause};
     use std::time::Duration;
 
     #[test]
@@ -33,5 +45,24 @@ mod tests {
         );
         assert_eq!(idle_left(idle, idle), None);
         assert_eq!(idle_left(Duration::from_secs(301), idle), None);
+    }
+
+    #[test]
+    fn a_failing_actor_waits_longer_each_time_then_is_given_up() {
+        let pauses: Vec<Option<u64>> = (0..=6)
+            .map(|n| restart_pause(n).map(|p| p.as_millis() as u64))
+            .collect();
+        assert_eq!(
+            pauses,
+            vec![
+                None,
+                Some(50),
+                Some(100),
+                Some(200),
+                Some(400),
+                Some(800),
+                None
+            ]
+        );
     }
 }

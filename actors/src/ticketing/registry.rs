@@ -5,14 +5,15 @@
 //! shard needs no actor until someone asks for a seat.
 
 use super::committer::Committer;
-use super::event::{EventActor, EventArgs, EventMsg};
+use super::event::{EventArgs, EventMsg};
+use super::supervisor::Supervisor;
 use super::ticket_type::{self, Job};
 use super::timers::Deadlines;
 use crate::cluster::{Held, Ownership};
 use domain::clock::Clock;
 use domain::cluster::shard_of;
 use domain::config::{TicketingConfig, TicketingMode};
-use ractor::{Actor, ActorRef, ActorStatus};
+use ractor::{ActorRef, ActorStatus};
 use std::collections::HashMap;
 use std::sync::Arc;
 use storage::Database;
@@ -79,6 +80,8 @@ pub struct Ticketing {
     actors: std::sync::Mutex<HashMap<Uuid, Running>>,
     /// Held while an event actor starts, so one event gets one actor.
     starting: Mutex<()>,
+    /// Every event actor runs under it.
+    supervisor: Supervisor,
     /// Commits the ready batches of all of the node's ticket types.
     committer: Committer,
     /// New reservation deadlines, for the node's timer.
@@ -109,6 +112,7 @@ impl Ticketing {
             owner,
             actors: std::sync::Mutex::new(HashMap::new()),
             starting: Mutex::new(()),
+            supervisor: Supervisor::default(),
             committer: Committer::start(db.clone(), config.committers),
             deadlines: Deadlines::default(),
             db,
@@ -130,27 +134,45 @@ impl Ticketing {
         self.owner.lease(shard_of(event)).is_some()
     }
 
-    fn running_actor(&self, event: Uuid, lease: Lease) -> Option<ActorRef<EventMsg>> {
+    /// The running actor of `event`, if one runs under `lease`; a stale fence (an actor of a
+    /// newer epoch runs) is refused as moved, so a retry reads the fence again.
+    fn running_actor(
+        &self,
+        event: Uuid,
+        lease: Lease,
+    ) -> Result<Option<ActorRef<EventMsg>>, TicketingError> {
         let actors = self.actors.lock().unwrap_or_else(|p| p.into_inner());
-        actors
-            .get(&event)
-            .filter(|r| r.lease == lease && alive(&r.actor))
-            .map(|r| r.actor.clone())
+        match actors.get(&event).filter(|r| alive(&r.actor)) {
+            Some(r) if r.lease == lease => Ok(Some(r.actor.clone())),
+            Some(r) if r.lease.epoch > lease.epoch => Err(TicketingError::Moved(format!(
+                "a fence of epoch {} is older than the running actor's {}",
+                lease.epoch, r.lease.epoch
+            ))),
+            _ => Ok(None),
+        }
     }
 
-    /// The running actor of `event` under `fence`, started if needed.
+    /// The running actor of `event` under `fence`, started if needed. Fences never go
+    /// backwards: an actor is replaced only by one of a newer epoch.
     async fn actor(
         &self,
         event: Uuid,
         fence: &Fence,
     ) -> Result<ActorRef<EventMsg>, TicketingError> {
         let lease = fence.leases()[0];
-        if let Some(actor) = self.running_actor(event, lease) {
+        if let Some(actor) = self.running_actor(event, lease)? {
             return Ok(actor);
         }
         let _starting = self.starting.lock().await;
-        if let Some(actor) = self.running_actor(event, lease) {
+        if let Some(actor) = self.running_actor(event, lease)? {
             return Ok(actor);
+        }
+        // The shard may have moved while this request waited its turn to start the actor.
+        if self.owner.lease(lease.shard) != Some(lease) {
+            return Err(TicketingError::Moved(format!(
+                "shard {} moved on from epoch {}",
+                lease.shard, lease.epoch
+            )));
         }
         let args = EventArgs {
             db: self.db.clone(),
@@ -163,9 +185,9 @@ impl Ticketing {
             committer: self.committer.clone(),
             deadlines: self.deadlines.clone(),
         };
-        let (actor, _) = Actor::spawn(None, EventActor, args)
-            .await
-            .map_err(|e| TicketingError::Failed(e.to_string()))?;
+        let actor = self.supervisor.spawn(args).await.map_err(|e| {
+            TicketingError::Unavailable(format!("the event's actor did not start: {e}"))
+        })?;
         let replaced = self
             .actors
             .lock()
@@ -178,26 +200,24 @@ impl Ticketing {
                 },
             );
         // An actor of an earlier lease of the shard must not write any more.
-        if let Some(old) = replaced {
+        if let Some(old) = replaced.filter(|old| old.actor.get_id() != actor.get_id()) {
             stop(&old.actor);
         }
         Ok(actor)
     }
 
-    /// Asks for a seat of `ticket_type` at `event`.
+    /// Asks for a seat of `ticket_type` at `event`. Each attempt reads the fence again, and
+    /// an answer is awaited only while the lease it was asked under holds: a node that can no
+    /// longer prove its lease answers "moved" at once rather than when its database answers.
     pub async fn reserve(
         &self,
         event: Uuid,
         ticket_type: Uuid,
         request: SeatRequest,
     ) -> Result<SeatOutcome, TicketingError> {
-        let Some(fence) = self.owner.fence_of(event) else {
-            return Err(TicketingError::Moved(format!(
-                "shard {} of event {event}",
-                shard_of(event)
-            )));
-        };
+        let moved = || TicketingError::Moved(format!("shard {} of event {event}", shard_of(event)));
         if self.mode == TicketingMode::Direct {
+            let fence = self.owner.fence_of(event).ok_or_else(moved)?;
             return ticket_type::direct(
                 &self.db,
                 &fence,
@@ -208,8 +228,10 @@ impl Ticketing {
             )
             .await;
         }
-        // An actor that stopped (idle) between lookup and send is replaced once.
-        for _ in 0..2 {
+        // An actor that stopped (idle, or replaced) between lookup and send is replaced once.
+        for _ in 0..3 {
+            let fence = self.owner.fence_of(event).ok_or_else(moved)?;
+            let lease = fence.leases()[0];
             let (reply, answer) = oneshot::channel();
             let job = Job {
                 request: request.clone(),
@@ -220,24 +242,40 @@ impl Ticketing {
                 .send_message(EventMsg::Seat(ticket_type, Box::new(job)))
                 .is_err()
             {
-                self.actors
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&event);
+                self.forget(event, &actor);
                 continue;
             }
-            match answer.await {
-                Ok(outcome) => return outcome,
-                // The actor stopped with the request still in its mailbox (idle, or its shard
-                // moved): the request was not judged, so it goes to a fresh actor (the stopped
-                // one no longer counts as running), whose own fence tells whether the shard
-                // is still here.
-                Err(_) => continue,
+            tokio::select! {
+                answered = answer => match answered {
+                    Ok(outcome) => return outcome,
+                    // The actor stopped with the request still in its mailbox (idle, failed,
+                    // or its shard moved): the request was not judged, so it goes to a fresh
+                    // actor, whose own fence tells whether the shard is still here.
+                    Err(_) => continue,
+                },
+                () = self.owner.lost(lease) => {
+                    // Judged or not, the seat's transaction cannot commit under this lease any
+                    // more; the client's retry (same key) finds the seat if it did.
+                    return Err(TicketingError::Moved(format!(
+                        "the lease of shard {} ended while the request waited", lease.shard
+                    )));
+                }
             }
         }
         Err(TicketingError::Moved(
-            "the event's actor stopped twice before answering".into(),
+            "the event's actor stopped before answering".into(),
         ))
+    }
+
+    /// Forgets `actor` as the running one of `event` (it stopped).
+    fn forget(&self, event: Uuid, actor: &ActorRef<EventMsg>) {
+        let mut actors = self.actors.lock().unwrap_or_else(|p| p.into_inner());
+        if actors
+            .get(&event)
+            .is_some_and(|r| r.actor.get_id() == actor.get_id())
+        {
+            actors.remove(&event);
+        }
     }
 
     /// Follows what the node holds until `stop` changes: stops the actors of shards lost (or
@@ -275,6 +313,11 @@ impl Ticketing {
             .count()
     }
 
+    /// Event actors that failed so far.
+    pub fn failures(&self) -> u64 {
+        self.supervisor.failures()
+    }
+
     /// Stops every actor (a clean shutdown).
     pub async fn stop_all(&self) {
         let actors: Vec<Running> = self
@@ -287,6 +330,7 @@ impl Ticketing {
         for running in actors {
             stop(&running.actor);
         }
+        self.supervisor.stop().await;
     }
 }
 

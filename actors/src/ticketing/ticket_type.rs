@@ -126,6 +126,13 @@ impl Actor for TicketTypeActor {
             }
             TicketTypeMsg::Flush => {
                 state.flush_queued = false;
+                #[cfg(feature = "faults")]
+                if crate::faults::take_flush_panic(state.args.ticket_type) {
+                    panic!(
+                        "fault injected: the actor of ticket type {} panics mid-flush",
+                        state.args.ticket_type
+                    );
+                }
                 if let Err(moved) = flush(state).await {
                     fenced(&myself, state, &moved);
                 }
