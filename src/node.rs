@@ -259,6 +259,7 @@ pub async fn start_with(
             clock.clone(),
             &config.ticketing,
             ownership.clone(),
+            Duration::from_millis(config.cluster.renew_every_ms),
         )),
         shard_map: shard_map.clone(),
         objects,

@@ -252,11 +252,21 @@ async fn a_node_is_ready_only_once_it_holds_its_share_and_serves_nothing_before(
     let ready = crate::support::get(&format!("{events}/health/ready"), None).await;
     assert_eq!(ready.status, 503, "{}", ready.body);
     assert_eq!(ready.body["checks"]["shards"], "DOWN");
-    // A request about an event meanwhile is answered "retry": its shard has no usable owner.
+    // A seat request meanwhile is answered "retry": its shard has no usable owner. A read
+    // needs no owner: it is answered from the database.
     let id = uuid::Uuid::now_v7();
-    let early = crate::support::get(&format!("{gateway}/api/v1/events/{id}"), None).await;
+    let early = crate::support::send(
+        reqwest::Client::new()
+            .post(format!("{gateway}/api/v1/events/{id}/registrations"))
+            .header("X-Idempotency-Key", uuid::Uuid::new_v4().to_string())
+            .bearer_auth(crate::ticketing::participant().1)
+            .json(&serde_json::json!({"ticketTypeId": uuid::Uuid::now_v7(), "firstName": "A", "lastName": "B"})),
+    )
+    .await;
     assert_eq!(early.status, 503, "{}", early.body);
     assert_eq!(early.headers["retry-after"], "1");
+    let read = crate::support::get(&format!("{gateway}/api/v1/events/{id}"), None).await;
+    assert_eq!(read.status, 404, "{}", read.body);
     // Once the old leases run out, the node takes every shard and is ready.
     assert!(
         eventually(10, || async {
@@ -275,4 +285,53 @@ async fn a_node_is_ready_only_once_it_holds_its_share_and_serves_nothing_before(
     let after = crate::support::get(&format!("{gateway}/api/v1/events/{id}"), None).await;
     assert_eq!(after.status, 404, "{}", after.body);
     node.stop().await;
+}
+
+/// The gateway's map routes only to members holding the gateway's secrets: a node with others
+/// would refuse everything the gateway signs, so its shards count as without owner (the
+/// gateway holds their requests until a member of its own takes them) and it is never picked
+/// for requests any member can answer.
+#[tokio::test]
+async fn the_gateway_routes_only_to_members_with_its_secrets() {
+    let t = TestDb::new().await;
+    let ours = "the cluster's";
+    cluster::heartbeat(&t.db, "events-a", "http://events-a.test:8082", ours)
+        .await
+        .unwrap();
+    cluster::heartbeat(&t.db, "stranger", "http://stranger.test:8082", "another")
+        .await
+        .unwrap();
+    let (a, b) = (ShardId(0), ShardId(1));
+    cluster::claim(&t.db, "events-a", &[a], Duration::from_secs(30))
+        .await
+        .unwrap();
+    cluster::claim(&t.db, "stranger", &[b], Duration::from_secs(30))
+        .await
+        .unwrap();
+    let map = actors::cluster::ShardMap::new(ours);
+    let mut changes = map.changes();
+    map.refresh(&t.db, Duration::from_secs(30)).await.unwrap();
+    assert!(
+        changes.has_changed().unwrap(),
+        "a reading that changed the map is told"
+    );
+    changes.borrow_and_update();
+    assert_eq!(map.owner(a).as_deref(), Some("http://events-a.test:8082"));
+    assert_eq!(
+        map.owner(b),
+        None,
+        "the stranger's shard has no owner the gateway trusts"
+    );
+    for _ in 0..4 {
+        assert_eq!(
+            map.any_member().as_deref(),
+            Some("http://events-a.test:8082")
+        );
+    }
+    assert!(!map.is_member("http://stranger.test:8082"));
+    map.refresh(&t.db, Duration::from_secs(30)).await.unwrap();
+    assert!(
+        !changes.has_changed().unwrap(),
+        "the same reading changes nothing"
+    );
 }

@@ -15,6 +15,7 @@ mod events;
 mod fake_telegram;
 mod faults;
 mod gateway;
+mod handovers;
 mod identity;
 mod installation;
 mod jobs;

@@ -76,6 +76,8 @@ pub struct Ticketing {
     batch: usize,
     idle: std::time::Duration,
     owner: Ownership,
+    /// How often the membership renews (and so publishes a change of what is held).
+    round: std::time::Duration,
     /// Running event actors: read on every request without waiting.
     actors: std::sync::Mutex<HashMap<Uuid, Running>>,
     /// Held while an event actor starts, so one event gets one actor.
@@ -96,15 +98,17 @@ fn alive(actor: &ActorRef<EventMsg>) -> bool {
 }
 
 impl Ticketing {
-    /// An empty registry for the events `owner` holds (its committer's workers start now, on
-    /// the current runtime).
+    /// An empty registry for the events `owner` holds, whose membership renews every `round`
+    /// (its committer's workers start now, on the current runtime).
     pub fn new(
         db: Database,
         clock: Arc<dyn Clock>,
         config: &TicketingConfig,
         owner: Ownership,
+        round: std::time::Duration,
     ) -> Ticketing {
         Ticketing {
+            round,
             clock,
             mode: config.mode,
             batch: config.batch,
@@ -245,21 +249,39 @@ impl Ticketing {
                 self.forget(event, &actor);
                 continue;
             }
-            tokio::select! {
+            let outcome = tokio::select! {
                 answered = answer => match answered {
-                    Ok(outcome) => return outcome,
+                    Ok(outcome) => outcome,
                     // The actor stopped with the request still in its mailbox (idle, failed,
                     // or its shard moved): the request was not judged, so it goes to a fresh
                     // actor, whose own fence tells whether the shard is still here.
                     Err(_) => continue,
                 },
-                () = self.owner.lost(lease) => {
-                    // Judged or not, the seat's transaction cannot commit under this lease any
-                    // more; the client's retry (same key) finds the seat if it did.
-                    return Err(TicketingError::Moved(format!(
-                        "the lease of shard {} ended while the request waited", lease.shard
-                    )));
+                // Judged or not, the seat's transaction cannot commit under this lease any
+                // more; a retry with the same key finds the seat if it did.
+                () = self.owner.lost(lease) => Err(TicketingError::Moved(format!(
+                    "the lease of shard {} ended while the request waited", lease.shard
+                ))),
+            };
+            match outcome {
+                Err(TicketingError::Moved(why)) => {
+                    // The database refused a lease this node still believes in (it ran out
+                    // under it, or was taken): its next round tells which.
+                    if self.owner.lease(lease.shard) == Some(lease) {
+                        let _ = tokio::time::timeout(self.round * 2, self.owner.lost(lease)).await;
+                    }
+                    // Held again at a newer epoch (claimed anew): asked again here, under the
+                    // new lease, instead of answering 503.
+                    if self
+                        .owner
+                        .lease(lease.shard)
+                        .is_some_and(|now| now.epoch > lease.epoch)
+                    {
+                        continue;
+                    }
+                    return Err(TicketingError::Moved(why));
                 }
+                other => return other,
             }
         }
         Err(TicketingError::Moved(
@@ -311,6 +333,15 @@ impl Ticketing {
             .values()
             .filter(|r| matches!(r.actor.get_status(), ActorStatus::Running))
             .count()
+    }
+
+    /// The lease the running actor of `event` works under, if one runs.
+    pub fn actor_lease(&self, event: Uuid) -> Option<Lease> {
+        let actors = self.actors.lock().unwrap_or_else(|p| p.into_inner());
+        actors
+            .get(&event)
+            .filter(|r| alive(&r.actor))
+            .map(|r| r.lease)
     }
 
     /// Event actors that failed so far.

@@ -1,9 +1,11 @@
 //! Ticketing across nodes, as separate processes: a gateway and three events nodes on
 //! RabbitMQ, with registrations bursting over many events while an owner is killed with
-//! SIGKILL, the killed node comes back and takes its share, and an owner is paused with
-//! SIGSTOP for longer than its lease. After each: every registration a client was told about
-//! exists once, seat counts equal rows, nothing is oversold; at the end every reservation
-//! expired exactly once and every event had exactly one reminder.
+//! SIGKILL, the killed node comes back and takes its share, an owner is paused with SIGSTOP
+//! for longer than its lease, and an owner is stopped with SIGTERM and started again. During
+//! each, clients see no error (the gateway holds their requests through the hand-over) and the
+//! longest wait for an answer is printed. After each: every registration a client was told
+//! about exists once, seat counts equal rows, nothing is oversold; at the end every
+//! reservation expired exactly once and every event had exactly one reminder.
 
 use crate::scenario::cluster::spawn_node;
 use crate::support::{TestDb, eventually, free_port};
@@ -27,6 +29,20 @@ const LEASE_MS: u64 = 2_000;
 
 /// Answers 500 seen by the clients: a failure of the platform must never look like a bug.
 static SERVER_ERRORS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Errors the clients saw (a 503, any other 5xx, a refused or broken connection, a timeout)
+/// in the current phase: a hand-over must show none.
+static VISIBLE_ERRORS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// The longest a client waited for one answer in the current phase, in milliseconds.
+static LONGEST_WAIT_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Prints what the clients saw during `phase` and starts counting afresh; no error may show.
+fn seen_by_clients(phase: &str) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let errors = VISIBLE_ERRORS.swap(0, Relaxed);
+    let longest = LONGEST_WAIT_MS.swap(0, Relaxed);
+    eprintln!("{phase}: client-visible errors {errors}, longest wait for an answer {longest} ms");
+    assert_eq!(errors, 0, "{phase}: the hand-over showed errors to clients");
+}
 
 /// What a client was finally told.
 #[derive(Clone, Debug, PartialEq)]
@@ -310,7 +326,9 @@ async fn client(
 ) -> Answer {
     let token = token(UserId::new(), None, vec![]);
     let key = Uuid::new_v4().to_string();
+    use std::sync::atomic::Ordering::Relaxed;
     loop {
+        let asked = Instant::now();
         let sent = http
             .post(format!("{base}/api/v1/events/{event}/registrations"))
             .bearer_auth(&token)
@@ -318,23 +336,35 @@ async fn client(
             .json(&json!({"ticketTypeId": ticket_type, "firstName": "Shard", "lastName": "Test"}))
             .send()
             .await;
-        if let Ok(r) = sent {
-            let status = r.status().as_u16();
-            let body: serde_json::Value = r.json().await.unwrap_or_default();
-            match status {
-                200 | 201 => return Answer::Created(body["id"].as_str().unwrap().parse().unwrap()),
-                429 => {}
-                500 => {
-                    SERVER_ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    eprintln!("500: {body}");
+        let answered = match sent {
+            Ok(r) => {
+                let status = r.status().as_u16();
+                Some((
+                    status,
+                    r.json::<serde_json::Value>().await.unwrap_or_default(),
+                ))
+            }
+            Err(_) => None,
+        };
+        LONGEST_WAIT_MS.fetch_max(asked.elapsed().as_millis() as u64, Relaxed);
+        match answered {
+            Some((200 | 201, body)) => {
+                return Answer::Created(body["id"].as_str().unwrap().parse().unwrap());
+            }
+            Some((429, _)) => {}
+            Some((status @ 400..=499, body)) => {
+                return Answer::Refused(status, body["code"].as_str().unwrap_or("").to_string());
+            }
+            Some((status, body)) => {
+                if status == 500 {
+                    SERVER_ERRORS.fetch_add(1, Relaxed);
                 }
-                400..=499 => {
-                    return Answer::Refused(
-                        status,
-                        body["code"].as_str().unwrap_or("").to_string(),
-                    );
-                }
-                _ => {}
+                VISIBLE_ERRORS.fetch_add(1, Relaxed);
+                eprintln!("client saw {status}: {body}");
+            }
+            None => {
+                VISIBLE_ERRORS.fetch_add(1, Relaxed);
+                eprintln!("client saw no answer");
             }
         }
         if Instant::now() > deadline {
@@ -532,6 +562,7 @@ async fn owners_killed_paused_and_joining_lose_and_oversell_nothing() {
         "its events take registrations within 5 s: {back:?}"
     );
     let mut answers = load.await.unwrap();
+    seen_by_clients("kill -9");
     invariants(&t, &sales, &answers, "after kill -9").await;
 
     // The killed node comes back as a new member and takes over its share.
@@ -560,6 +591,7 @@ async fn owners_killed_paused_and_joining_lose_and_oversell_nothing() {
     };
     let load = burst(&s, &targets, 200, Duration::from_millis(2));
     answers.extend(load.await.unwrap());
+    seen_by_clients("after the join");
     invariants(&t, &sales, &answers, "after the join").await;
 
     // SIGSTOP of an owner for longer than its lease, in the middle of a burst.
@@ -585,10 +617,39 @@ async fn owners_killed_paused_and_joining_lose_and_oversell_nothing() {
         s.fenced(paused).await
     );
     answers.extend(load.await.unwrap());
+    seen_by_clients("SIGSTOP past the lease, then SIGCONT");
     invariants(&t, &sales, &answers, "after SIGSTOP").await;
     assert!(
         s.settled(&t, &NODES, 15).await,
         "the paused node takes its share again"
+    );
+
+    // SIGTERM of an owner mid-burst: it hands its shards over and keeps forwarding until the
+    // gateway's map has moved, then exits; started again, it joins mid-burst.
+    let leaving = busiest(&s, &t, &sales).await;
+    let load = burst(&s, &sales, 600, Duration::from_millis(3));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    s.signal(leaving, "TERM");
+    let mut process = s.processes.remove(leaving).unwrap();
+    let exited = eventually(30, || {
+        let done = process.try_wait().unwrap().is_some();
+        async move { done }
+    })
+    .await;
+    assert!(exited, "{leaving} exits after SIGTERM");
+    let others: Vec<&str> = NODES.iter().copied().filter(|n| *n != leaving).collect();
+    assert!(
+        s.settled(&t, &others, 10).await,
+        "the others own every shard"
+    );
+    s.spawn(leaving);
+    answers.extend(load.await.unwrap());
+    seen_by_clients("SIGTERM, then a join");
+    invariants(&t, &sales, &answers, "after SIGTERM").await;
+    s.wait_ready(&s.urls[leaving].clone()).await;
+    assert!(
+        s.settled(&t, &NODES, 15).await,
+        "the stopped node takes its share again"
     );
 
     // Every reservation expires once (a minute after it was made, wherever its shard went),
