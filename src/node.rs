@@ -37,6 +37,9 @@ pub struct Node {
     /// The membership loop: it leaves the cluster (hands its shards back) last.
     cluster: Vec<JoinHandle<()>>,
     cluster_stop: watch::Sender<bool>,
+    /// The life line: let go last.
+    life: JoinHandle<()>,
+    life_stop: watch::Sender<bool>,
 }
 
 impl Node {
@@ -75,6 +78,8 @@ impl Node {
             notifications.queue.stop().await;
         }
         self.relay.stop().await;
+        let _ = self.life_stop.send(true);
+        let _ = self.life.await;
     }
 }
 
@@ -267,6 +272,7 @@ pub async fn start_with(
         analytics,
         notifications,
         peers: http::peers::Peers::new(&config),
+        life_line: storage::liveness::LifeLine::new(),
     });
 
     let schemas: Vec<Schema> = node_config
@@ -307,6 +313,10 @@ pub async fn start_with(
             .clone()
             .run(state.db.clone(), shutdown_rx.clone()),
     ));
+    // Held for as long as the process lives, from before it takes its first keyed request
+    // until its last has ended.
+    let (life_stop, life_stop_rx) = watch::channel(false);
+    let life = tokio::spawn(state.life_line.clone().run(state.db.login(), life_stop_rx));
     let mut cluster = Vec::new();
     let (cluster_stop, cluster_stop_rx) = watch::channel(false);
     if let Some((membership, owner)) = membership {
@@ -431,6 +441,8 @@ pub async fn start_with(
         jobs,
         cluster,
         cluster_stop,
+        life,
+        life_stop,
     })
 }
 

@@ -541,12 +541,10 @@ pub struct ClusterConfig {
 
 impl ClusterConfig {
     /// How long a gateway holds a seat request or a read through a hand-over before it answers
-    /// 503: a lease running out, another member's next round claiming the shard, and a margin
-    /// for the map to be read again.
+    /// 503: a dead owner's lease running out and another member's next round claiming the
+    /// shard, and as much again for a busy machine or a slow database (4.3 s by default).
     pub fn hand_over_wait(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(
-            self.lease_ttl_ms + 2 * self.renew_every_ms + self.map_poll_ms.min(500),
-        )
+        std::time::Duration::from_millis(2 * self.lease_ttl_ms + self.renew_every_ms)
     }
 }
 

@@ -26,6 +26,9 @@ pub struct ApiError {
     pub retry_after: Option<u64>,
     /// The transaction lost a lock race: `contention::retry` runs the request again.
     pub lost_race: bool,
+    /// The request is known to have changed nothing (it failed before its transaction could
+    /// commit): an idempotency key it claimed is released for a retry.
+    pub uncommitted: bool,
 }
 
 /// The JSON body of an error, as documented in the OpenAPI schema.
@@ -55,6 +58,7 @@ impl ApiError {
             details: None,
             retry_after: None,
             lost_race: false,
+            uncommitted: false,
         }
     }
 
@@ -187,7 +191,10 @@ impl ApiError {
     /// idempotency key, on whichever node then owns it).
     pub fn moved(why: &dyn std::fmt::Display) -> ApiError {
         tracing::info!(reason = %why, "request for a shard in hand-over");
-        ApiError::unavailable()
+        ApiError {
+            uncommitted: true,
+            ..ApiError::unavailable()
+        }
     }
 
     /// 503 with `Retry-After: 1`: a part of the platform is briefly out of reach.
@@ -205,13 +212,18 @@ impl From<storage::DbError> for ApiError {
         }
         if error.is_unavailable() {
             tracing::error!(%error, "database unavailable");
-            return ApiError::unavailable();
+            return ApiError {
+                // Unless the connection went during the COMMIT, the transaction is gone.
+                uncommitted: !error.outcome_unknown(),
+                ..ApiError::unavailable()
+            };
         }
         if error.is_contention() {
             // Run again by `contention::retry`; a client sees this only after its last try.
             tracing::warn!(%error, "transaction lost a lock race");
             return ApiError {
                 lost_race: true,
+                uncommitted: true,
                 ..ApiError::unavailable()
             };
         }

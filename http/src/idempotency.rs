@@ -1,7 +1,10 @@
 //! `X-Idempotency-Key` on creating POSTs. The first request with a key is processed and its
 //! response stored; the same key from the same caller with the same request gets that
 //! response again (marked `Idempotent-Replayed: true`); with a different request it is
-//! refused with 422; while the first is still running, a second gets 409.
+//! refused with 422; while the first is still running, a second gets 409. A key whose request
+//! failed is released for a retry only when the failure is known to have changed nothing; one
+//! whose outcome is unknown stays claimed (409) until its process is gone or five minutes pass,
+//! so a request is never applied twice.
 
 use crate::context::USER_ID;
 use crate::error::ApiError;
@@ -33,6 +36,8 @@ pub struct Idempotency {
     pub schema: Schema,
     /// Largest request body hashed (the JSON body limit).
     pub body_limit: usize,
+    /// This process's life line, recorded with each claim.
+    pub holder: storage::liveness::LifeLine,
 }
 
 /// Middleware: applies to POST requests that carry the header.
@@ -79,9 +84,16 @@ async fn handle(
     hasher.update(&bytes);
     let hash = hasher.finalize().to_vec();
 
-    let claim = idempotency::claim(&config.db, config.schema, owner, key, &hash)
-        .await
-        .map_err(|e| ApiError::from(e).into_response())?;
+    let claim = idempotency::claim(
+        &config.db,
+        config.schema,
+        owner,
+        key,
+        &hash,
+        config.holder.key(),
+    )
+    .await
+    .map_err(|e| ApiError::from(e).into_response())?;
     match claim {
         Claim::Replay(stored) => return Ok(replay(stored)),
         Claim::InProgress => {
@@ -105,9 +117,16 @@ async fn handle(
             return Err(ApiError::internal(&e).into_response());
         }
     };
-    // A failure on our side must not be replayed forever: release the key for a retry.
     if status.is_server_error() {
-        let _ = idempotency::release(&config.db, config.schema, owner, key).await;
+        // A failure on our side must not be replayed forever: the key goes back for a retry,
+        // but only when nothing was done; else a retry could apply the request twice.
+        let error = parts.extensions.get::<std::sync::Arc<ApiError>>();
+        if releasable(error.map(|e| e.as_ref())) {
+            let _ = idempotency::release(&config.db, config.schema, owner, key).await;
+        } else {
+            tracing::warn!(%key, status = status.as_u16(),
+                "a keyed request failed with an unknown outcome: its key stays claimed");
+        }
     } else {
         let stored = StoredResponse {
             status: status.as_u16(),
@@ -126,6 +145,12 @@ async fn handle(
     Ok(Response::from_parts(parts, Body::from(body)))
 }
 
+/// Whether a key whose request answered a server error may be used again: only when the error
+/// says the request changed nothing.
+fn releasable(error: Option<&ApiError>) -> bool {
+    error.is_some_and(|e| e.uncommitted)
+}
+
 fn replay(stored: StoredResponse) -> Response {
     let mut response = Response::new(Body::from(stored.body));
     *response.status_mut() = axum::http::StatusCode::from_u16(stored.status).unwrap_or_default();
@@ -139,4 +164,23 @@ fn replay(stored: StoredResponse) -> Response {
         .headers_mut()
         .insert(REPLAYED, HeaderValue::from_static("true"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_failure_known_to_have_changed_nothing_releases_its_key() {
+        let moved = ApiError::moved(&"test");
+        assert!(releasable(Some(&moved)));
+        assert!(!releasable(Some(&ApiError::internal(
+            &"a bug after the commit?"
+        ))));
+        assert!(!releasable(Some(&ApiError::unavailable())));
+        assert!(
+            !releasable(None),
+            "a panic or a foreign answer tells nothing"
+        );
+    }
 }

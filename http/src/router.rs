@@ -29,6 +29,7 @@ pub fn api_routes(service: Service, state: &AppState) -> Router<AppState> {
                     db: state.db.clone(),
                     schema: storage::Schema::EventService,
                     body_limit: state.config.http.json_body_limit,
+                    holder: state.life_line.clone(),
                 },
                 crate::idempotency::layer,
             ))

@@ -62,6 +62,8 @@ pub struct Parts {
     /// This process as the installation's other processes see it (readiness compares their
     /// service secrets).
     pub peers: crate::peers::Peers,
+    /// This process's life line: claims it holds are known abandoned the moment it dies.
+    pub life_line: storage::liveness::LifeLine,
 }
 
 /// The notification service's parts.

@@ -1,12 +1,15 @@
 //! The idempotency-key store behind `X-Idempotency-Key`. A key belongs to one caller; the
 //! first request with it is recorded as in progress, its response is stored when it ends, and
-//! later requests with the same key and the same body get that response again.
+//! later requests with the same key and the same body get that response again. A claim in
+//! progress records the life line of the process that holds it (`crate::liveness`): when that
+//! process is gone, the claim is taken over at once; otherwise after five minutes.
 
 use crate::db::{Database, DbError, Schema};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-/// An in-progress claim older than this is treated as abandoned (its process died).
+/// An in-progress claim older than this is treated as abandoned (its process died without
+/// its death being seen, or kept the claim because its outcome was unknown).
 const ABANDONED_AFTER_SECONDS: f64 = 300.0;
 
 /// A transaction for key bookkeeping that does not wait for its WAL flush: the
@@ -44,16 +47,18 @@ pub enum Claim {
     Mismatch,
 }
 
-/// Records the first use of `key` by `owner`, or reports what happened to it.
+/// Records the first use of `key` by `owner` for the process whose life line is `holder`, or
+/// reports what happened to it.
 pub async fn claim(
     db: &Database,
     schema: Schema,
     owner: Uuid,
     key: Uuid,
     request_hash: &[u8],
+    holder: Option<i64>,
 ) -> Result<Claim, DbError> {
     let tx = bookkeeping(db).await?;
-    let claim = claim_in(&tx, schema, owner, key, request_hash).await?;
+    let claim = claim_in(&tx, schema, owner, key, request_hash, holder).await?;
     tx.commit().await?;
     Ok(claim)
 }
@@ -64,15 +69,16 @@ async fn claim_in(
     owner: Uuid,
     key: Uuid,
     request_hash: &[u8],
+    holder: Option<i64>,
 ) -> Result<Claim, DbError> {
     let s = schema.name();
     let inserted = client
         .execute(
             &format!(
-                "INSERT INTO {s}.idempotency_keys (owner_id, key, request_hash)
-                 VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
+                "INSERT INTO {s}.idempotency_keys (owner_id, key, request_hash, holder)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING"
             ),
-            &[&owner, &key, &request_hash],
+            &[&owner, &key, &request_hash, &holder],
         )
         .await?;
     if inserted == 1 {
@@ -83,9 +89,12 @@ async fn claim_in(
             &format!(
                 // Abandonment is judged on the database's clock, the one that wrote
                 // `created_at`: a node whose clock runs ahead would take over live claims.
+                // A holder whose life line no live session holds any more died with it.
                 "SELECT request_hash, status, content_type, response_body, created_at,
                         created_at < clock_timestamp() - make_interval(secs => $3::float8)
-                 FROM {s}.idempotency_keys WHERE owner_id = $1 AND key = $2"
+                        OR (holder IS NOT NULL AND {gone})
+                 FROM {s}.idempotency_keys WHERE owner_id = $1 AND key = $2",
+                gone = crate::liveness::holder_gone("holder"),
             ),
             &[&owner, &key, &ABANDONED_AFTER_SECONDS],
         )
@@ -113,10 +122,10 @@ async fn claim_in(
                 let taken = client
                     .execute(
                         &format!(
-                            "UPDATE {s}.idempotency_keys SET created_at = now()
+                            "UPDATE {s}.idempotency_keys SET created_at = now(), holder = $4
                              WHERE owner_id = $1 AND key = $2 AND status IS NULL AND created_at = $3"
                         ),
-                        &[&owner, &key, &created],
+                        &[&owner, &key, &created, &holder],
                     )
                     .await?;
                 if taken == 1 {
@@ -157,7 +166,8 @@ pub async fn complete(
     Ok(())
 }
 
-/// Forgets a fresh claim whose request failed on our side, so the client can retry it.
+/// Forgets a fresh claim whose request is known to have changed nothing, so the client can
+/// retry it.
 pub async fn release(db: &Database, schema: Schema, owner: Uuid, key: Uuid) -> Result<(), DbError> {
     let client = bookkeeping(db).await?;
     client

@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod inbox;
 pub mod jobs;
+pub mod liveness;
 pub mod mail;
 pub mod media;
 pub mod notifications;

@@ -63,6 +63,11 @@ async fn list(params: PageParams) -> Result<Json<Page<u32>>, ApiError> {
     Ok(Json(Page::new(data, &request, total.into())))
 }
 
+/// A failure whose outcome is unknown (a bug, or the connection lost during the COMMIT).
+async fn unknown() -> Result<StatusCode, ApiError> {
+    Err(ApiError::internal(&"after the commit, perhaps"))
+}
+
 async fn boom() -> &'static str {
     panic!("handler bug")
 }
@@ -73,7 +78,8 @@ async fn serve(t: &TestDb) -> String {
         let failed_once = failed_once.clone();
         async move {
             if !failed_once.swap(true, Ordering::SeqCst) {
-                Err(ApiError::internal(&"transient"))
+                // Failed before anything could commit (the shard moved, say).
+                Err(ApiError::moved(&"transient"))
             } else {
                 Ok((StatusCode::CREATED, Json(json!({"id": Uuid::now_v7()}))))
             }
@@ -84,11 +90,13 @@ async fn serve(t: &TestDb) -> String {
         .route("/things/{id}", get(show))
         .route("/flaky", post(flaky))
         .route("/boom", get(boom))
+        .route("/unknown", post(unknown))
         .layer(middleware::from_fn_with_state(
             Idempotency {
                 db: t.db.clone(),
                 schema: Schema::EventService,
                 body_limit: 1024,
+                holder: storage::liveness::LifeLine::new(),
             },
             http::idempotency::layer,
         ));
@@ -431,17 +439,86 @@ async fn idempotency_key_replays_refuses_other_bodies_and_is_per_user() {
 }
 
 #[tokio::test]
-async fn server_failure_releases_the_key_for_a_retry() {
+async fn a_failure_known_to_have_changed_nothing_releases_the_key_for_a_retry() {
     let t = TestDb::new().await;
     let base = serve(&t).await;
     let key = Uuid::new_v4().to_string();
     let first = post_with_key(&base, "/flaky", &key, None, json!({})).await;
-    assert_eq!(first.status().as_u16(), 500);
+    assert_eq!(first.status().as_u16(), 503);
     let retry = post_with_key(&base, "/flaky", &key, None, json!({})).await;
     assert_eq!(retry.status().as_u16(), 201);
     assert!(!retry.headers().contains_key("idempotent-replayed"));
     let replay = post_with_key(&base, "/flaky", &key, None, json!({})).await;
     assert_eq!(replay.headers()["idempotent-replayed"], "true");
+}
+
+/// A failure whose outcome is unknown keeps its key: a retry is refused as in progress (409)
+/// rather than risk applying the request twice.
+#[tokio::test]
+async fn a_failure_with_an_unknown_outcome_keeps_the_key() {
+    let t = TestDb::new().await;
+    let base = serve(&t).await;
+    let key = Uuid::new_v4().to_string();
+    let first = post_with_key(&base, "/unknown", &key, None, json!({})).await;
+    assert_eq!(first.status().as_u16(), 500);
+    let retry = post_with_key(&base, "/unknown", &key, None, json!({})).await;
+    assert_eq!(retry.status().as_u16(), 409);
+    let body: Value = retry.json().await.unwrap();
+    assert_eq!(body["code"], "idempotency_in_progress", "{body}");
+}
+
+/// A claim records the life line of the process holding it: while that session holds its
+/// advisory lock the key is in progress; the moment the session ends (the process killed) a
+/// retry takes the key over, without waiting five minutes.
+#[tokio::test]
+async fn a_key_held_by_a_process_that_died_is_taken_over_at_once() {
+    use storage::idempotency::{Claim, claim};
+    let t = crate::support::TestDb::new().await;
+    let (user, key) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+    let schema = storage::Schema::EventService;
+    let life = storage::liveness::LifeLine::new();
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let line = tokio::spawn(life.clone().run(t.db.login(), stop_rx));
+    assert!(
+        crate::support::eventually(5, || {
+            let held = life.key().is_some();
+            async move { held }
+        })
+        .await
+    );
+    let other = Some(12345_i64);
+    assert!(matches!(
+        claim(&t.db, schema, user, key, b"body", life.key())
+            .await
+            .unwrap(),
+        Claim::Fresh
+    ));
+    assert!(matches!(
+        claim(&t.db, schema, user, key, b"body", other)
+            .await
+            .unwrap(),
+        Claim::InProgress
+    ));
+    // The holder's session ends, as when its process is killed.
+    stop.send(true).unwrap();
+    line.await.unwrap();
+    assert!(matches!(
+        claim(&t.db, schema, user, key, b"body", other)
+            .await
+            .unwrap(),
+        Claim::Fresh
+    ));
+    let holder: Option<i64> = t
+        .owner()
+        .await
+        .query_one(
+            "SELECT holder FROM event_service.idempotency_keys WHERE owner_id = $1 AND key = $2",
+            &[&user, &key],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(holder, other, "the claim is the new holder's");
 }
 
 /// A key in progress is taken over only once its claim is five minutes old on the database's
@@ -454,7 +531,9 @@ async fn an_abandoned_key_is_judged_on_the_database_clock() {
     let (user, key) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
     let schema = storage::Schema::EventService;
     assert!(matches!(
-        claim(&t.db, schema, user, key, b"body").await.unwrap(),
+        claim(&t.db, schema, user, key, b"body", None)
+            .await
+            .unwrap(),
         Claim::Fresh
     ));
     let age = |minutes: i32| {
@@ -473,17 +552,23 @@ async fn an_abandoned_key_is_judged_on_the_database_clock() {
     };
     age(4).await;
     assert!(matches!(
-        claim(&t.db, schema, user, key, b"body").await.unwrap(),
+        claim(&t.db, schema, user, key, b"body", None)
+            .await
+            .unwrap(),
         Claim::InProgress
     ));
     age(6).await;
     assert!(matches!(
-        claim(&t.db, schema, user, key, b"body").await.unwrap(),
+        claim(&t.db, schema, user, key, b"body", None)
+            .await
+            .unwrap(),
         Claim::Fresh
     ));
     // Taken over: the new claim is fresh on the same clock, and in progress again.
     assert!(matches!(
-        claim(&t.db, schema, user, key, b"body").await.unwrap(),
+        claim(&t.db, schema, user, key, b"body", None)
+            .await
+            .unwrap(),
         Claim::InProgress
     ));
 }

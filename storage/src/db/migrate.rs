@@ -374,6 +374,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V6__organization_slug_live",
                 include_str!("../../../migrations/user_service/V6__organization_slug_live.sql"),
             ),
+            (
+                "V7__idempotency_holder",
+                include_str!("../../../migrations/user_service/V7__idempotency_holder.sql"),
+            ),
         ],
         Schema::EventService => &[
             (
@@ -406,6 +410,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V8__member_secrets",
                 include_str!("../../../migrations/event_service/V8__member_secrets.sql"),
             ),
+            (
+                "V9__idempotency_holder",
+                include_str!("../../../migrations/event_service/V9__idempotency_holder.sql"),
+            ),
         ],
         Schema::MediaService => &[
             (
@@ -415,6 +423,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
             (
                 "V3__attachments",
                 include_str!("../../../migrations/media_service/V3__attachments.sql"),
+            ),
+            (
+                "V4__idempotency_holder",
+                include_str!("../../../migrations/media_service/V4__idempotency_holder.sql"),
             ),
         ],
         Schema::AnalyticsService => &[
@@ -429,6 +441,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
             (
                 "V4__tracked_drafts",
                 include_str!("../../../migrations/analytics_service/V4__tracked_drafts.sql"),
+            ),
+            (
+                "V5__idempotency_holder",
+                include_str!("../../../migrations/analytics_service/V5__idempotency_holder.sql"),
             ),
         ],
         Schema::NotificationService => &[
@@ -447,6 +463,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
             (
                 "V5__zones_tickets_mail",
                 include_str!("../../../migrations/notification_service/V5__zones_tickets_mail.sql"),
+            ),
+            (
+                "V6__idempotency_holder",
+                include_str!("../../../migrations/notification_service/V6__idempotency_holder.sql"),
             ),
         ],
     };

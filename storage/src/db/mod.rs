@@ -29,6 +29,10 @@ pub enum DbError {
     /// A statement failed.
     #[error("database error: {}", describe(.0))]
     Query(#[from] tokio_postgres::Error),
+    /// The connection failed while a COMMIT was on its way: the transaction may or may not
+    /// have committed.
+    #[error("the outcome of a commit is unknown: {0}")]
+    CommitUnknown(tokio_postgres::Error),
     /// The application role is not this installation's to change.
     #[error("{0}")]
     AppRole(String),
@@ -63,7 +67,7 @@ impl DbError {
     /// Whether the database could not be reached or ended the session: worth a retry.
     pub fn is_unavailable(&self) -> bool {
         match self {
-            DbError::Pool(_) => true,
+            DbError::Pool(_) | DbError::CommitUnknown(_) => true,
             // The session ended under the statement: the server restarted, or it ended a
             // session left idle inside a transaction (a paused process).
             DbError::Query(e) => {
@@ -76,6 +80,13 @@ impl DbError {
             }
             _ => false,
         }
+    }
+
+    /// Whether a transaction may have committed although this call failed (the connection
+    /// went while its COMMIT was on the way): what it guarded must not be released for a
+    /// second try.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, DbError::CommitUnknown(_))
     }
 
     /// Whether PostgreSQL aborted the transaction for a lock race it lost (a deadlock, a

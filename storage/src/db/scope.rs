@@ -91,7 +91,15 @@ impl Tx {
     pub async fn commit(mut self) -> Result<(), DbError> {
         let client = self.client.take();
         if let Some(client) = client {
-            client.batch_execute("COMMIT").await?;
+            client.batch_execute("COMMIT").await.map_err(|e| {
+                // The server answered (a deferred constraint, a serialization failure): it
+                // rolled back. No answer at all: it may have committed.
+                if e.as_db_error().is_some() {
+                    DbError::Query(e)
+                } else {
+                    DbError::CommitUnknown(e)
+                }
+            })?;
         }
         let written = self.outboxes.load(Ordering::Relaxed);
         for schema in Schema::ALL {
