@@ -19,15 +19,13 @@ use uuid::Uuid;
 async fn patient_register(ctx: &Ctx, event: &str, ticket_type: &str) -> (u16, usize) {
     let (_, token) = participant();
     let key = Uuid::new_v4().to_string();
-    let mut unavailable = 0;
-    for _ in 0..100 {
+    for unavailable in 0..100 {
         let reply = register(ctx, &token, event, ticket_type, &key).await;
         assert_ne!(reply.status, 500, "never a 500: {}", reply.body);
         if reply.status != 503 {
             return (reply.status, unavailable);
         }
         assert_eq!(reply.headers["retry-after"], "1", "{}", reply.body);
-        unavailable += 1;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("no answer but 503 after 100 tries");
@@ -390,10 +388,7 @@ async fn a_node_cut_off_from_the_database_steps_aside_within_the_lease() {
     let cut = Instant::now();
     let lease = Duration::from_millis(config.cluster.lease_ttl_ms);
     let budget = config.cluster.hand_over_wait();
-    let during = tokio::spawn({
-        let seat = seat(Uuid::new_v4().to_string());
-        async move { seat.await }
-    });
+    let during = tokio::spawn(seat(Uuid::new_v4().to_string()));
     let stepped_aside = async {
         while owner_b.shards_held() > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
