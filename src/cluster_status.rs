@@ -57,6 +57,7 @@ pub fn render(known: &[Member], live: &[Member], map: &[ShardState]) -> String {
                 node: m.node.clone(),
                 joined_at: m.joined_at,
                 fingerprint: m.fingerprint.clone(),
+                clock_right: true,
             })
             .collect::<Vec<_>>(),
     );
@@ -70,9 +71,14 @@ pub fn render(known: &[Member], live: &[Member], map: &[ShardState]) -> String {
         };
         // A live member whose secrets are not the cluster's takes no shard: say why.
         let secrets = if state == "live" && !sworn.contains(&member.node) {
-            "  OTHER SECRETS than the cluster's: takes no shards"
+            "  OTHER SECRETS than the cluster's: takes no shards".to_string()
+        } else if state == "live" && domain::clock::too_far_off(member.clock_off) {
+            format!(
+                "  CLOCK OFF by {} ms from the database's: takes no shards",
+                member.clock_off.num_milliseconds()
+            )
         } else {
-            ""
+            String::new()
         };
         let shards = owned
             .get(member.node.as_str())
@@ -126,6 +132,7 @@ mod tests {
             heartbeat_at: at,
             joined_at: at,
             fingerprint: fingerprint.into(),
+            clock_off: chrono::Duration::zero(),
         };
         let known = vec![member("a-1", "f"), member("b-1", "f"), member("c-1", "g")];
         let live = vec![member("a-1", "f"), member("c-1", "g")];

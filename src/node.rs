@@ -230,6 +230,7 @@ pub async fn start_with(
             ..config.database.clone()
         })?;
         let (membership, held, counts) = Membership::new(cluster_db, settings);
+        let membership = membership.with_clock(clock.clone());
         Some((membership, Ownership::new(node, held, counts)))
     } else {
         None

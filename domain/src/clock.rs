@@ -15,6 +15,32 @@ pub trait Clock: Send + Sync + 'static {
     fn recheck(&self) -> std::time::Duration {
         std::time::Duration::from_secs(3600)
     }
+
+    /// Whether this clock claims to tell the real time, so it is checked against the
+    /// database's (an events node whose clock is off owns no shards). A test's clock, moved on
+    /// purpose, is not.
+    fn tells_real_time(&self) -> bool {
+        true
+    }
+}
+
+/// The most a node's clock may differ from the database's before the node refuses to judge
+/// deadlines (it owns no shards until its clock is right again).
+pub const MAX_SKEW: Duration = Duration::seconds(1);
+
+/// Whether a clock `off` from the database's is too far off to judge deadlines.
+pub fn too_far_off(off: Duration) -> bool {
+    off.abs() > MAX_SKEW
+}
+
+/// The system clock moved by a fixed offset: a host whose clock is wrong, for tests.
+#[derive(Clone, Copy, Debug)]
+pub struct OffsetClock(pub Duration);
+
+impl Clock for OffsetClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + self.0
+    }
 }
 
 /// The system clock.
@@ -52,6 +78,11 @@ impl Clock for ManualClock {
     /// Tests move it at any moment: timers look again within a fifth of a second.
     fn recheck(&self) -> std::time::Duration {
         std::time::Duration::from_millis(200)
+    }
+
+    /// Moved by the test on purpose: never checked against the database.
+    fn tells_real_time(&self) -> bool {
+        false
     }
 }
 
@@ -125,6 +156,16 @@ mod tests {
             next_daily(at("2026-02-28T12:00:00Z"), NaiveTime::MIN),
             at("2026-03-01T00:00:00Z")
         );
+    }
+
+    #[test]
+    fn a_clock_more_than_a_second_off_either_way_is_too_far_off() {
+        assert!(!too_far_off(Duration::zero()));
+        assert!(!too_far_off(Duration::milliseconds(-40)), "a round trip");
+        assert!(!too_far_off(MAX_SKEW));
+        assert!(too_far_off(Duration::milliseconds(1001)));
+        assert!(too_far_off(Duration::minutes(10)), "ahead");
+        assert!(too_far_off(Duration::minutes(-10)), "behind");
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub struct Sworn {
     pub joined_at: chrono::DateTime<chrono::Utc>,
     /// Its fingerprint of the cluster secrets.
     pub fingerprint: String,
+    /// Whether its clock agrees with the database's (`crate::clock::too_far_off`): a member
+    /// whose clock is off keeps its secrets' standing but gets no share.
+    pub clock_right: bool,
 }
 
 /// The members that share the shards: those holding the secrets of the longest-standing live
@@ -90,6 +93,19 @@ pub fn sworn_in(members: &[Sworn]) -> Vec<String> {
     sworn
 }
 
+/// The members the shards are shared among: those sworn in (`sworn_in`) whose clock is right.
+/// Names, in order.
+pub fn sharing(members: &[Sworn]) -> Vec<String> {
+    let sworn = sworn_in(members);
+    let mut sharing: Vec<String> = members
+        .iter()
+        .filter(|m| m.clock_right && sworn.contains(&m.node))
+        .map(|m| m.node.clone())
+        .collect();
+    sharing.sort();
+    sharing
+}
+
 /// The shards `node` should own among `members`.
 pub fn share_of(node: &str, members: &[String]) -> Vec<ShardId> {
     ShardId::all()
@@ -109,6 +125,7 @@ mod tests {
             node: node.into(),
             joined_at: at(joined),
             fingerprint: fingerprint.into(),
+            clock_right: true,
         };
         let cluster = vec![
             sworn("b", 0, "f"),
@@ -122,6 +139,12 @@ mod tests {
         // A tie goes by name.
         assert_eq!(sworn_in(&[sworn("y", 0, "g"), sworn("x", 0, "f")]), ["x"]);
         assert!(sworn_in(&[]).is_empty());
+        // A member whose clock is off keeps the secrets' standing but gets no share.
+        let mut off = cluster.clone();
+        off[0].clock_right = false;
+        assert_eq!(sworn_in(&off), ["a", "b", "c"]);
+        assert_eq!(sharing(&off), ["a", "c"]);
+        assert_eq!(sharing(&cluster), ["a", "b", "c"]);
     }
 
     fn members(names: &[&str]) -> Vec<String> {

@@ -100,6 +100,19 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Health>) 
     };
     let owner = state.ticketing.ownership();
     let shards = owner.takes_part().then(|| {
+        let counts = owner.counts();
+        if counts.refused {
+            reasons.insert(
+                "shards",
+                "this node's SERVICE_SECRET or JWT_SECRET differ from the cluster's".into(),
+            );
+        }
+        if counts.skewed {
+            reasons.insert(
+                "shards",
+                "this node's clock differs from the database's by more than a second".into(),
+            );
+        }
         if owner.is_settled() {
             Status::Up
         } else {

@@ -39,6 +39,8 @@ pub struct Member {
     pub joined_at: DateTime<Utc>,
     /// Its fingerprint of the cluster secrets (`domain::trust::cluster_fingerprint`).
     pub fingerprint: String,
+    /// How far its clock was from the database's at its last heartbeat.
+    pub clock_off: chrono::Duration,
 }
 
 /// One shard as the cluster sees it now.
@@ -173,24 +175,31 @@ fn shards(list: &[ShardId]) -> Vec<i16> {
     list.iter().map(|s| s.as_i16()).collect()
 }
 
-/// Says `node` is alive, answers at `address` and holds the secrets of `fingerprint`.
+/// Says `node` is alive, answers at `address`, holds the secrets of `fingerprint`, and read
+/// `local_now` on its clock just before; returns how far that clock is from the database's
+/// (its minus the database's), which is stored for the other members to see.
 pub async fn heartbeat(
     db: &Database,
     node: &str,
     address: &str,
     fingerprint: &str,
-) -> Result<(), DbError> {
+    local_now: Option<DateTime<Utc>>,
+) -> Result<chrono::Duration, DbError> {
     let client = db.client().await?;
-    client
-        .execute(
-            "INSERT INTO event_service.members (node, address, heartbeat_at, joined_at, fingerprint)
-             VALUES ($1, $2, clock_timestamp(), clock_timestamp(), $3)
+    let row = client
+        .query_one(
+            "INSERT INTO event_service.members
+                 (node, address, heartbeat_at, joined_at, fingerprint, clock_off_ms)
+             VALUES ($1, $2, clock_timestamp(), clock_timestamp(), $3,
+                     COALESCE((extract(epoch FROM $4::timestamptz - clock_timestamp()) * 1000)::bigint, 0))
              ON CONFLICT (node) DO UPDATE SET address = EXCLUDED.address,
-                heartbeat_at = EXCLUDED.heartbeat_at, fingerprint = EXCLUDED.fingerprint",
-            &[&node, &address, &fingerprint],
+                heartbeat_at = EXCLUDED.heartbeat_at, fingerprint = EXCLUDED.fingerprint,
+                clock_off_ms = EXCLUDED.clock_off_ms
+             RETURNING clock_off_ms",
+            &[&node, &address, &fingerprint, &local_now],
         )
         .await?;
-    Ok(())
+    Ok(chrono::Duration::milliseconds(row.get(0)))
 }
 
 /// The members that heartbeat within `within`, by name.
@@ -198,7 +207,8 @@ pub async fn live_members(db: &Database, within: Duration) -> Result<Vec<Member>
     let client = db.client().await?;
     let rows = client
         .query(
-            "SELECT node, address, heartbeat_at, joined_at, fingerprint FROM event_service.members
+            "SELECT node, address, heartbeat_at, joined_at, fingerprint, clock_off_ms
+             FROM event_service.members
              WHERE heartbeat_at > clock_timestamp() - make_interval(secs => $1::float8 / 1000)
              ORDER BY node",
             &[&millis(within)],
@@ -212,6 +222,7 @@ pub async fn live_members(db: &Database, within: Duration) -> Result<Vec<Member>
             heartbeat_at: r.get(2),
             joined_at: r.get(3),
             fingerprint: r.get(4),
+            clock_off: chrono::Duration::milliseconds(r.get(5)),
         })
         .collect())
 }

@@ -636,14 +636,14 @@ async fn cluster_status_lists_members_and_the_shards_each_owns() {
     use std::time::Duration;
     let t = TestDb::new().await;
     let ttl = Duration::from_secs(30);
-    storage::cluster::heartbeat(&t.db, "events-a-1", "http://10.0.0.1:8082", "f")
+    storage::cluster::heartbeat(&t.db, "events-a-1", "http://10.0.0.1:8082", "f", None)
         .await
         .unwrap();
-    storage::cluster::heartbeat(&t.db, "events-b-1", "http://10.0.0.2:8082", "f")
+    storage::cluster::heartbeat(&t.db, "events-b-1", "http://10.0.0.2:8082", "f", None)
         .await
         .unwrap();
     // A third started later with other secrets: listed, marked, owning nothing.
-    storage::cluster::heartbeat(&t.db, "events-c-1", "http://10.0.0.3:8082", "other")
+    storage::cluster::heartbeat(&t.db, "events-c-1", "http://10.0.0.3:8082", "other", None)
         .await
         .unwrap();
     let a: Vec<ShardId> = (0..=99).map(ShardId).collect();

@@ -240,9 +240,15 @@ async fn a_node_is_ready_only_once_it_holds_its_share_and_serves_nothing_before(
     // Its former self (killed) still holds every lease for three seconds.
     let all: Vec<ShardId> = (0..SHARDS).map(|s| ShardId(s as u8)).collect();
     let same_secrets = bilet::node::secrets_fingerprint(&t.config);
-    cluster::heartbeat(&t.db, "default-dead", "http://127.0.0.1:9/", &same_secrets)
-        .await
-        .unwrap();
+    cluster::heartbeat(
+        &t.db,
+        "default-dead",
+        "http://127.0.0.1:9/",
+        &same_secrets,
+        None,
+    )
+    .await
+    .unwrap();
     cluster::claim(&t.db, "default-dead", &all, Duration::from_secs(3))
         .await
         .unwrap();
@@ -295,12 +301,18 @@ async fn a_node_is_ready_only_once_it_holds_its_share_and_serves_nothing_before(
 async fn the_gateway_routes_only_to_members_with_its_secrets() {
     let t = TestDb::new().await;
     let ours = "the cluster's";
-    cluster::heartbeat(&t.db, "events-a", "http://events-a.test:8082", ours)
+    cluster::heartbeat(&t.db, "events-a", "http://events-a.test:8082", ours, None)
         .await
         .unwrap();
-    cluster::heartbeat(&t.db, "stranger", "http://stranger.test:8082", "another")
-        .await
-        .unwrap();
+    cluster::heartbeat(
+        &t.db,
+        "stranger",
+        "http://stranger.test:8082",
+        "another",
+        None,
+    )
+    .await
+    .unwrap();
     let (a, b) = (ShardId(0), ShardId(1));
     cluster::claim(&t.db, "events-a", &[a], Duration::from_secs(30))
         .await

@@ -447,3 +447,160 @@ async fn audit_of(t: &crate::support::TestDb, ticket_type: &str) -> (i32, i32, i
         .await
         .unwrap()
 }
+
+/// Business time is one clock: an events node whose clock is ten minutes ahead or behind the
+/// database's owns no shards (it would expire reservations early or late), says why in its
+/// readiness, and the reservations of the events it would have owned are judged by a node
+/// whose clock is right.
+#[tokio::test]
+async fn a_node_whose_clock_is_off_owns_no_shards_and_expires_nothing_early_or_late() {
+    use domain::clock::OffsetClock;
+    use domain::config::{NodeConfig, Service, ServiceAddr};
+    let t = crate::support::TestDb::new().await;
+    let mut config = t.config.clone();
+    let address = |port: u16| ServiceAddr {
+        listen: format!("127.0.0.1:{port}"),
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let ports = [crate::support::free_port(), crate::support::free_port()];
+    config.nodes = vec![
+        NodeConfig {
+            name: "right".into(),
+            services: Service::ALL.to_vec(),
+            addresses: Default::default(),
+        },
+        NodeConfig {
+            name: "ahead".into(),
+            services: vec![Service::Events],
+            addresses: [(Service::Events, address(ports[0]))].into(),
+        },
+        NodeConfig {
+            name: "behind".into(),
+            services: vec![Service::Events],
+            addresses: [(Service::Events, address(ports[1]))].into(),
+        },
+    ];
+    let start = |name: &str, offset: chrono::Duration| {
+        let mut config = config.clone();
+        config.node = name.into();
+        bilet::node::start_with_clock(config, Arc::new(OffsetClock(offset)))
+    };
+    let right = start("right", chrono::Duration::zero()).await.unwrap();
+    let ahead = start("ahead", chrono::Duration::minutes(10)).await.unwrap();
+    let behind = start("behind", chrono::Duration::minutes(-10))
+        .await
+        .unwrap();
+    let gateway = format!("http://{}", right.addrs[&Service::Gateway]);
+    let owner = right.state.ticketing.ownership();
+    assert!(
+        crate::support::eventually(10, || async { owner.shards_held() == 256 }).await,
+        "the node whose clock is right owns every shard"
+    );
+    for node in [&ahead, &behind] {
+        let own = node.state.ticketing.ownership();
+        assert_eq!(own.shards_held(), 0);
+        assert!(own.counts().skewed);
+        let events = format!("http://{}", node.addrs[&Service::Events]);
+        let ready = crate::support::get(&format!("{events}/health/ready"), None).await;
+        assert_eq!(ready.status, 503, "{}", ready.body);
+        assert_eq!(
+            ready.body["reasons"]["shards"],
+            "this node's clock differs from the database's by more than a second"
+        );
+    }
+    // The events whose shard each skewed node would own among the three, a paid type each
+    // with reservations of one minute.
+    let members: Vec<String> = storage::cluster::live_members(&t.db, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.node)
+        .collect();
+    assert_eq!(members.len(), 3, "{members:?}");
+    let name_of = |node: &bilet::node::Node| node.state.ticketing.ownership().node().to_string();
+    let http = reqwest::Client::new();
+    let organizer = organizer_token();
+    let post = |path: String, token: String, body: serde_json::Value| {
+        let (http, gateway) = (http.clone(), gateway.clone());
+        async move {
+            let r = http
+                .post(format!("{gateway}{path}"))
+                .bearer_auth(token)
+                .header("X-Idempotency-Key", Uuid::new_v4().to_string())
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let body: serde_json::Value = r.json().await.unwrap_or_default();
+            assert!(status < 300, "{path}: {status} {body}");
+            body
+        }
+    };
+    let db = t.owner().await;
+    for skewed in [&ahead, &behind] {
+        let wanted = name_of(skewed);
+        let event = loop {
+            let created = post(
+                "/api/v1/events".into(),
+                organizer.clone(),
+                json!({"title": "Clock", "startsAt": (chrono::Utc::now() + chrono::Duration::days(3)).to_rfc3339()}),
+            )
+            .await;
+            let id: Uuid = created["id"].as_str().unwrap().parse().unwrap();
+            if domain::cluster::owner_of(shard_of(id), &members) == Some(wanted.as_str()) {
+                break id;
+            }
+        };
+        let paid = post(
+            format!("/api/v1/events/{event}/ticket-types"),
+            organizer.clone(),
+            json!({"name": "Paid", "quantity": 10, "priceCents": 1000, "currency": "RUB", "reservationMinutes": 1}),
+        )
+        .await["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        post(
+            format!("/api/v1/events/{event}/publish"),
+            organizer.clone(),
+            json!({}),
+        )
+        .await;
+        let (_, token) = participant();
+        let seat = post(
+            format!("/api/v1/events/{event}/registrations"),
+            token,
+            json!({"ticketTypeId": paid, "firstName": "Clock", "lastName": "Test"}),
+        )
+        .await;
+        assert_eq!(seat["status"], "RESERVED", "{seat}");
+        let id: Uuid = seat["id"].as_str().unwrap().parse().unwrap();
+        // Set by a clock that agrees with the database's: a minute from now, not eleven or
+        // minus nine.
+        let off: f64 = db
+            .query_one(
+                "SELECT extract(epoch FROM expires_at - (clock_timestamp() + interval '1 minute'))::float8
+                 FROM event_service.registrations WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(off.abs() < 5.0, "{wanted}: expiry off by {off} s");
+        // A node ten minutes ahead would expire it at once: it is still held.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let status: String = db
+            .query_one(
+                "SELECT status FROM event_service.registrations WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(status, "RESERVED", "{wanted}: not expired early");
+    }
+    right.stop().await;
+    ahead.stop().await;
+    behind.stop().await;
+}

@@ -83,7 +83,10 @@ impl ShardMap {
         let members: Vec<cluster::Member> = cluster::live_members(db, member_timeout)
             .await?
             .into_iter()
-            .filter(|m| *m.fingerprint == *self.fingerprint)
+            // A member whose clock is off owns nothing and takes no request either.
+            .filter(|m| {
+                *m.fingerprint == *self.fingerprint && !domain::clock::too_far_off(m.clock_off)
+            })
             .collect();
         let trusted: HashSet<&str> = members.iter().map(|m| m.node.as_str()).collect();
         let mut owners: Vec<Option<Arc<str>>> = vec![None; usize::from(SHARDS)];

@@ -5,8 +5,10 @@
 //! database, so it stops first and another node takes over after; every round runs under that
 //! deadline, so a database that stops answering without an error is noticed as well.
 
-use domain::cluster::{ShardId, Sworn, share_of, sworn_in};
+use domain::clock::{Clock, SystemClock, too_far_off};
+use domain::cluster::{ShardId, Sworn, share_of, sharing, sworn_in};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storage::Database;
 use storage::cluster::{self, Lease};
@@ -74,12 +76,17 @@ pub struct MembershipCounts {
     pub settled: bool,
     /// Whether the node was refused shards for holding other secrets than the cluster's.
     pub refused: bool,
+    /// Whether the node owns no shards because its clock is off from the database's by more
+    /// than `domain::clock::MAX_SKEW`.
+    pub skewed: bool,
 }
 
 /// One node's membership loop.
 pub struct Membership {
     db: Database,
     settings: MembershipSettings,
+    /// The clock the node's actors judge deadlines by, checked against the database's.
+    clock: Arc<dyn Clock>,
     held: watch::Sender<Held>,
     counts: watch::Sender<MembershipCounts>,
 }
@@ -100,12 +107,20 @@ impl Membership {
             Membership {
                 db,
                 settings,
+                clock: Arc::new(SystemClock),
                 held,
                 counts,
             },
             held_rx,
             counts_rx,
         )
+    }
+
+    /// The membership of a node whose actors judge deadlines by `clock`: it owns shards only
+    /// while that clock agrees with the database's.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Membership {
+        self.clock = clock;
+        self
     }
 
     /// One round at once, so a node starts serving with its share (when it is free).
@@ -175,7 +190,16 @@ impl Membership {
     /// One heartbeat: renew, hand back, claim, publish.
     async fn round(&self) -> Result<(), storage::DbError> {
         let s = &self.settings;
-        cluster::heartbeat(&self.db, &s.node, &s.address, &s.fingerprint).await?;
+        // A test's clock, moved on purpose, reports no offset.
+        let now = self.clock.tells_real_time().then(|| self.clock.now());
+        let off = cluster::heartbeat(&self.db, &s.node, &s.address, &s.fingerprint, now).await?;
+        // Reservations, sales windows and reminders are judged by this node's clock while it
+        // owns their shards: a clock that is off would expire them early or late.
+        let skewed = too_far_off(off);
+        if skewed && !self.counts.borrow().skewed {
+            tracing::error!(node = %s.node, off_ms = off.num_milliseconds(),
+                "this node's clock differs from the database's by more than a second: it owns no shards until it is set right");
+        }
         let renewed = cluster::renew(&self.db, &s.node, s.lease_ttl).await?;
         let before = self.held.borrow().clone();
         let mut held = Held::of(&renewed);
@@ -188,19 +212,25 @@ impl Membership {
             .await?
             .into_iter()
             .map(|m| Sworn {
+                clock_right: !too_far_off(m.clock_off),
                 node: m.node,
                 joined_at: m.joined_at,
                 fingerprint: m.fingerprint,
             })
             .collect();
-        let members = sworn_in(&live);
-        let refused = !members.contains(&s.node);
+        let refused = !sworn_in(&live).contains(&s.node);
+        let members = sharing(&live);
         if refused && !self.counts.borrow().refused {
             tracing::error!(node = %s.node, cluster = ?members,
                 "this node's SERVICE_SECRET or JWT_SECRET differ from the cluster's (those of its longest-standing member): it takes no shards; give it the cluster's secrets, or stop the members left over from another start");
         }
-        // A node that is not sworn in owns no share: whatever it held goes back below.
-        let mine = share_of(&s.node, &members);
+        // A node that is not sworn in, or whose clock is off, owns no share: whatever it held
+        // goes back below.
+        let mine = if skewed {
+            Vec::new()
+        } else {
+            share_of(&s.node, &members)
+        };
         // What another member should own goes back: first out of use, then released.
         let give_back: Vec<ShardId> = held
             .0
@@ -230,7 +260,8 @@ impl Membership {
         self.held.send_replace(held);
         self.counts.send_modify(|c| {
             c.refused = refused;
-            c.settled = settled && !refused;
+            c.skewed = skewed;
+            c.settled = settled && !refused && !skewed;
             c.renewals += 1;
             c.claimed += claimed.len() as u64;
             c.handed_over += give_back.len() as u64;

@@ -414,6 +414,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V9__idempotency_holder",
                 include_str!("../../../migrations/event_service/V9__idempotency_holder.sql"),
             ),
+            (
+                "V10__member_clocks",
+                include_str!("../../../migrations/event_service/V10__member_clocks.sql"),
+            ),
         ],
         Schema::MediaService => &[
             (
