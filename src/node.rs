@@ -89,7 +89,7 @@ impl Node {
 async fn await_successors(state: &AppState) {
     let cluster = &state.config.cluster;
     let renewal = Duration::from_millis(cluster.renew_every_ms);
-    let deadline = tokio::time::Instant::now() + cluster.hand_over_wait();
+    let deadline = tokio::time::Instant::now() + state.config.hand_over_wait();
     loop {
         let others =
             storage::cluster::live_members(&state.db, Duration::from_millis(cluster.lease_ttl_ms))

@@ -539,15 +539,6 @@ pub struct ClusterConfig {
     pub map_poll_ms: u64,
 }
 
-impl ClusterConfig {
-    /// How long a gateway holds a seat request or a read through a hand-over before it answers
-    /// 503: a dead owner's lease running out and another member's next round claiming the
-    /// shard, and as much again for a busy machine or a slow database (4.3 s by default).
-    pub fn hand_over_wait(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(2 * self.lease_ttl_ms + self.renew_every_ms)
-    }
-}
-
 impl Default for ClusterConfig {
     fn default() -> Self {
         ClusterConfig {
@@ -1196,6 +1187,22 @@ impl Config {
                 many.join("\n  - ")
             ))),
         }
+    }
+
+    /// How long a gateway holds a seat request or a read through a hand-over before it answers
+    /// 503: until a dead or paused owner's lease runs out — or, when the paused owner held its
+    /// lease row in an open transaction, until PostgreSQL ends that idle session — and another
+    /// member's next round claims the shard, with a lease's time more for a busy machine
+    /// (7.3 s by default).
+    pub fn hand_over_wait(&self) -> std::time::Duration {
+        let cluster = &self.cluster;
+        std::time::Duration::from_millis(
+            cluster
+                .lease_ttl_ms
+                .max(self.database.idle_in_transaction_ms)
+                + cluster.lease_ttl_ms
+                + cluster.renew_every_ms,
+        )
     }
 
     /// The node this process runs.

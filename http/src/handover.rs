@@ -2,7 +2,7 @@
 //! an event's shard changes hands (its owner killed, paused, leaving, or a node joining), the
 //! owner answers 503, refuses the connection or stops answering; a request the gateway may
 //! send again is sent again — to the shard's new owner once the map names one — until the
-//! hand-over budget (`ClusterConfig::hand_over_wait`) is spent, and only then is the 503
+//! hand-over budget (`Config::hand_over_wait`) is spent, and only then is the 503
 //! passed on. What may be sent again: reads, and seat requests, which carry their idempotency
 //! key into the seat's own transaction (a second copy answers with the first's registration).
 

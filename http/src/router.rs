@@ -96,7 +96,7 @@ pub fn gateway(state: AppState, door: Door, local: &[Service]) -> Router {
                 timeout,
                 trust.clone(),
                 state.shard_map.clone(),
-                state.config.cluster.hand_over_wait(),
+                state.config.hand_over_wait(),
             ));
         }
     }

@@ -387,7 +387,7 @@ async fn a_node_cut_off_from_the_database_steps_aside_within_the_lease() {
     freezer.freeze(true);
     let cut = Instant::now();
     let lease = Duration::from_millis(config.cluster.lease_ttl_ms);
-    let budget = config.cluster.hand_over_wait();
+    let budget = config.hand_over_wait();
     let during = tokio::spawn(seat(Uuid::new_v4().to_string()));
     let stepped_aside = async {
         while owner_b.shards_held() > 0 {
