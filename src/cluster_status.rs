@@ -1,5 +1,5 @@
 //! `bilet cluster status`: the members of the events cluster and which shards each owns, as
-//! PostgreSQL says now.
+//! PostgreSQL says now, and whether the processes' pools fit what PostgreSQL allows.
 
 use domain::cluster::SHARDS;
 use std::collections::BTreeMap;
@@ -13,7 +13,19 @@ pub async fn status(db: &Database, lease_ttl: Duration) -> anyhow::Result<String
     let live = cluster::live_members(db, lease_ttl).await?;
     let known = cluster::live_members(db, Duration::from_secs(24 * 3600)).await?;
     let map = cluster::map(db).await?;
-    Ok(render(&known, &live, &map))
+    let budget = storage::peers::connection_budget(db, http::peers::SEEN_WITHIN).await?;
+    let mut text = render(&known, &live, &map);
+    let _ = writeln!(
+        text,
+        "connections: the live processes may open {}, PostgreSQL allows {}{}",
+        budget.wanted,
+        budget.allowed,
+        budget
+            .warning()
+            .map(|w| format!("\nWARNING: {w}"))
+            .unwrap_or_default()
+    );
+    Ok(text)
 }
 
 /// Compresses shard numbers into ranges: 0-3,7,9-10.

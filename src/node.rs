@@ -171,7 +171,11 @@ pub async fn start_with(
             );
         }
     }
-    let db = storage::Database::connect(&config.database)?;
+    // The pool is this process's share of the installation's connection budget, when set.
+    let db = storage::Database::connect(&domain::config::DatabaseConfig {
+        pool_size: config.pool_size(),
+        ..config.database.clone()
+    })?;
     let broker = storage::broker::open(&config.broker, &db).await?;
     let mailer = Mailer::new(
         config.smtp.url.as_deref(),

@@ -415,8 +415,13 @@ pub struct DatabaseConfig {
     /// default is derived from the database's name (`DatabaseConfig::app_role_name`): two
     /// installations on one server never share, nor reset each other's, role.
     pub app_role: Option<String>,
-    /// Connections in the pool of each process.
+    /// Connections in the pool of each process, unless `max_connections` shares a budget.
     pub pool_size: usize,
+    /// How many connections all processes of the installation together may open (0: no
+    /// budget, each process pools `pool_size`). Each process then takes its share by the
+    /// services it runs (`crate::connections`); set it below the server's `max_connections`
+    /// (minus what other clients need).
+    pub max_connections: u32,
     /// Longest a statement may run, in milliseconds.
     pub statement_timeout_ms: u64,
     /// A session idle inside a transaction this long is ended by the server, so a paused or
@@ -730,6 +735,7 @@ impl Default for DatabaseConfig {
             app_password: None,
             app_role: None,
             pool_size: 32,
+            max_connections: 0,
             statement_timeout_ms: 30_000,
             idle_in_transaction_ms: 5_000,
         }
@@ -1187,6 +1193,29 @@ impl Config {
                 many.join("\n  - ")
             ))),
         }
+    }
+
+    /// The pool size of this process: its share of `database.max_connections` when the
+    /// budget is set, else `database.pool_size`.
+    pub fn pool_size(&self) -> usize {
+        let budget = self.database.max_connections;
+        let Ok(mine) = self.current_node() else {
+            return self.database.pool_size;
+        };
+        if budget == 0 {
+            return self.database.pool_size;
+        }
+        let all: Vec<Vec<Service>> = self.nodes.iter().map(|n| n.services.clone()).collect();
+        crate::connections::pool_share(budget, &all, &mine.services) as usize
+    }
+
+    /// The most connections this process opens: its pool and its own sessions.
+    pub fn connection_ceiling(&self) -> u32 {
+        let services = self
+            .current_node()
+            .map(|n| n.services.clone())
+            .unwrap_or_default();
+        crate::connections::ceiling(&services, self.pool_size() as u32)
     }
 
     /// How long a gateway holds a seat request or a read through a hand-over before it answers

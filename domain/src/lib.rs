@@ -6,6 +6,7 @@ mod catalogue;
 pub mod clock;
 pub mod cluster;
 pub mod config;
+pub mod connections;
 pub mod contract;
 pub mod envelope;
 pub mod error;

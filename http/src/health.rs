@@ -34,6 +34,10 @@ pub struct Health {
     /// Why a check is DOWN, by check, where there is more to say than DOWN.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub reasons: BTreeMap<&'static str, String>,
+    /// What the operator should fix although the process is ready (readiness only): e.g.
+    /// `connections`, when the processes' pools together can exceed what PostgreSQL allows.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub warnings: BTreeMap<&'static str, String>,
 }
 
 /// Dependencies checked for readiness.
@@ -59,6 +63,7 @@ pub async fn live() -> Json<Health> {
         status: Status::Up,
         checks: None,
         reasons: BTreeMap::new(),
+        warnings: BTreeMap::new(),
     })
 }
 
@@ -68,11 +73,16 @@ pub async fn live() -> Json<Health> {
     (status = 503, body = Health, description = "a dependency is down"),
 ))]
 pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
-    let (database, broker, peers) = tokio::join!(
+    let (database, broker, peers, connections) = tokio::join!(
         tokio::time::timeout(CHECK_TIMEOUT, state.db.ping()),
         tokio::time::timeout(CHECK_TIMEOUT, state.broker.ready()),
         tokio::time::timeout(CHECK_TIMEOUT, state.peers.check(&state.db)),
+        tokio::time::timeout(CHECK_TIMEOUT, state.peers.connection_warning(&state.db)),
     );
+    let mut warnings = BTreeMap::new();
+    if let Ok(Some(warning)) = connections {
+        warnings.insert("connections", warning);
+    }
     let mut reasons = BTreeMap::new();
     let peers = match peers {
         Ok(Ok(())) => Status::Up,
@@ -144,6 +154,7 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Health>) 
                 peers,
             }),
             reasons,
+            warnings,
         }),
     )
 }

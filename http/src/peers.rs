@@ -50,6 +50,7 @@ impl Peers {
                 node: config.node.clone(),
                 services,
                 fingerprint: domain::trust::fingerprint(&secret),
+                connections: i32::try_from(config.connection_ceiling()).unwrap_or(i32::MAX),
             }),
         }
     }
@@ -79,6 +80,15 @@ impl Peers {
         if let Err(e) = storage::peers::leave(&db, &self.me.process).await {
             tracing::warn!(error = %e, "cannot withdraw this process from its peers");
         }
+    }
+
+    /// A warning when the live processes' pools could open more connections than PostgreSQL
+    /// allows the installation (none when they fit, or cannot be read now).
+    pub async fn connection_warning(&self, db: &Database) -> Option<String> {
+        storage::peers::connection_budget(db, SEEN_WITHIN)
+            .await
+            .ok()
+            .and_then(|budget| budget.warning())
     }
 
     /// Whether this process agrees with its live peers: `Err` says why not. Announces itself
@@ -150,6 +160,7 @@ mod tests {
             node: format!("node-{process}"),
             services: "gateway".into(),
             fingerprint: fingerprint.into(),
+            connections: 8,
         }
     }
 

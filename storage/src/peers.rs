@@ -17,6 +17,8 @@ pub struct Peer {
     pub services: String,
     /// The fingerprint of its service secret.
     pub fingerprint: String,
+    /// The most connections it may open to PostgreSQL.
+    pub connections: i32,
 }
 
 /// Records that `peer` is alive now.
@@ -24,12 +26,13 @@ pub async fn announce(db: &Database, peer: &Peer) -> Result<(), DbError> {
     db.client()
         .await?
         .execute(
-            "INSERT INTO platform.peers (process, node, services, fingerprint, seen_at)
-             VALUES ($1, $2, $3, $4, clock_timestamp())
+            "INSERT INTO platform.peers (process, node, services, fingerprint, seen_at, connections)
+             VALUES ($1, $2, $3, $4, clock_timestamp(), $5)
              ON CONFLICT (process) DO UPDATE
                SET node = EXCLUDED.node, services = EXCLUDED.services,
-                   fingerprint = EXCLUDED.fingerprint, seen_at = EXCLUDED.seen_at",
-            &[&peer.process, &peer.node, &peer.services, &peer.fingerprint],
+                   fingerprint = EXCLUDED.fingerprint, seen_at = EXCLUDED.seen_at,
+                   connections = EXCLUDED.connections",
+            &[&peer.process, &peer.node, &peer.services, &peer.fingerprint, &peer.connections],
         )
         .await?;
     Ok(())
@@ -48,7 +51,7 @@ pub async fn seen_within(db: &Database, window: Duration) -> Result<Vec<Peer>, D
     let millis = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
     let rows = client
         .query(
-            "SELECT process, node, services, fingerprint FROM platform.peers
+            "SELECT process, node, services, fingerprint, connections FROM platform.peers
              WHERE seen_at >= clock_timestamp() - make_interval(secs => $1::bigint / 1000.0)
              ORDER BY node, process",
             &[&millis],
@@ -61,6 +64,7 @@ pub async fn seen_within(db: &Database, window: Duration) -> Result<Vec<Peer>, D
             node: r.get(1),
             services: r.get(2),
             fingerprint: r.get(3),
+            connections: r.get(4),
         })
         .collect())
 }
@@ -72,4 +76,54 @@ pub async fn leave(db: &Database, process: &str) -> Result<(), DbError> {
         .execute("DELETE FROM platform.peers WHERE process = $1", &[&process])
         .await?;
     Ok(())
+}
+
+/// What the live processes may open against what PostgreSQL allows the application role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionBudget {
+    /// The sum of the live processes' ceilings.
+    pub wanted: i64,
+    /// What the server allows this role: its `max_connections` less the superuser reserve,
+    /// or the role's own connection limit when lower.
+    pub allowed: i64,
+}
+
+impl ConnectionBudget {
+    /// A warning for the operator when the processes could open more than allowed.
+    pub fn warning(&self) -> Option<String> {
+        (self.wanted > self.allowed).then(|| {
+            format!(
+                "the processes' pools can open {} connections; PostgreSQL allows this installation {}: set database.max_connections (or lower database.pool_size)",
+                self.wanted, self.allowed
+            )
+        })
+    }
+}
+
+/// The connection budget of the processes seen within `window`.
+pub async fn connection_budget(
+    db: &Database,
+    window: Duration,
+) -> Result<ConnectionBudget, DbError> {
+    let millis = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
+    let row = db
+        .client()
+        .await?
+        .query_one(
+            "SELECT
+                (SELECT COALESCE(sum(connections), 0)::bigint FROM platform.peers
+                 WHERE seen_at >= clock_timestamp() - make_interval(secs => $1::bigint / 1000.0)),
+                (SELECT CASE WHEN r.rolconnlimit >= 0
+                             THEN least(r.rolconnlimit::bigint, s.allowed) ELSE s.allowed END
+                 FROM pg_roles r,
+                      (SELECT (current_setting('max_connections')::int
+                               - current_setting('superuser_reserved_connections')::int)::bigint AS allowed) s
+                 WHERE r.rolname = current_user)",
+            &[&millis],
+        )
+        .await?;
+    Ok(ConnectionBudget {
+        wanted: row.get(0),
+        allowed: row.get(1),
+    })
 }

@@ -292,10 +292,16 @@ fn shared_migrations(schema: &str) -> Result<Vec<Migration>, String> {
             "V1__deliveries",
             include_str!("../../../migrations/broker/V1__deliveries.sql"),
         )],
-        "platform" => &[(
-            "V1__peers",
-            include_str!("../../../migrations/platform/V1__peers.sql"),
-        )],
+        "platform" => &[
+            (
+                "V1__peers",
+                include_str!("../../../migrations/platform/V1__peers.sql"),
+            ),
+            (
+                "V2__peer_connections",
+                include_str!("../../../migrations/platform/V2__peer_connections.sql"),
+            ),
+        ],
         other => return Err(format!("no migrations for schema {other}")),
     };
     files

@@ -189,7 +189,8 @@ impl Database {
         );
         let pool = Pool::builder(manager)
             .max_size(config.pool_size.max(1))
-            .wait_timeout(Some(Duration::from_secs(10)))
+            // A request that cannot get a connection waits briefly, then answers 503.
+            .wait_timeout(Some(Duration::from_secs(3)))
             .create_timeout(Some(Duration::from_secs(5)))
             .recycle_timeout(Some(Duration::from_secs(5)))
             .runtime(deadpool_postgres::Runtime::Tokio1)

@@ -2,6 +2,7 @@
 
 mod cancellation;
 mod cluster;
+mod connections;
 mod shards;
 
 use crate::outbox::{Applier, POLICY, counts, start_relay};
