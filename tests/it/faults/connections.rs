@@ -290,12 +290,21 @@ async fn six_processes_against_sixty_connections_answer_no_500_and_store_every_2
     // Their pools hold the role's every connection: the counts are read once they are gone.
     drop(processes);
     stored(&t, &created, &sales_a).await;
-    // Killed, they did not withdraw from the peers: forget them rather than wait 15 s.
+    // Killed, they did not withdraw from the peers: forget them rather than wait 15 s; and
+    // let their cluster memberships run out, so no gateway sends a write to a dead address.
     t.owner()
         .await
         .batch_execute("DELETE FROM platform.peers")
         .await
         .unwrap();
+    assert!(
+        eventually(10, || async {
+            storage::cluster::live_members(&t.db, Duration::from_secs(2))
+                .await
+                .is_ok_and(|m| m.is_empty())
+        })
+        .await
+    );
 
     // The budget set once: each process takes its share, together within the limit.
     let (processes, gateway) = start(&t, ROLE_LIMIT as u32 - TEST_POOL).await;
