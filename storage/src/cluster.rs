@@ -115,6 +115,20 @@ impl Fence {
         &self.leases
     }
 
+    /// The fence over those of its leases whose shard is in `shards` (a sweep fences only the
+    /// shards it writes to, so it holds no other shard's lease row while it works).
+    pub fn only(&self, shards: &[i16]) -> Fence {
+        Fence {
+            node: self.node.clone(),
+            leases: self
+                .leases
+                .iter()
+                .filter(|l| shards.contains(&l.shard.as_i16()))
+                .copied()
+                .collect(),
+        }
+    }
+
     /// The shards, as the database stores them (for `events.shard = ANY(..)`).
     pub fn shards(&self) -> Vec<i16> {
         self.leases.iter().map(|l| l.shard.as_i16()).collect()

@@ -604,3 +604,50 @@ async fn a_node_whose_clock_is_off_owns_no_shards_and_expires_nothing_early_or_l
     ahead.stop().await;
     behind.stop().await;
 }
+
+/// A sweep that meets a row a seat batch holds gives up after a short wait (the timer looks
+/// again) instead of holding its shards' lease rows for the statement timeout, which would
+/// keep another node from taking them past the lease.
+#[tokio::test]
+async fn a_sweep_blocked_by_a_seat_lock_gives_up_well_within_the_lease() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, paid) = setup(
+        &ctx,
+        &owner,
+        json!({"name": "Paid", "quantity": 5, "priceCents": 1000, "currency": "RUB", "reservationMinutes": 1}),
+    )
+    .await;
+    let (_, token) = participant();
+    let seat = register(&ctx, &token, &event, &paid, &Uuid::new_v4().to_string()).await;
+    assert_eq!(seat.body["status"], "RESERVED", "{}", seat.body);
+    let fence = ctx.ticketing().ownership().fence();
+    let later = domain::clock::Clock::now(ctx.clock.as_ref()) + chrono::Duration::hours(1);
+    // A long transaction holds the ticket type's row, as a busy seat batch would.
+    let mut holder = ctx.t.owner().await;
+    let blocking = holder.transaction().await.unwrap();
+    blocking
+        .execute(
+            "SELECT 1 FROM event_service.ticket_types WHERE id = $1::text::uuid FOR UPDATE",
+            &[&paid],
+        )
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let swept = storage::events::registrations::expire_due(&ctx.t.db, &fence, None, later).await;
+    let waited = started.elapsed();
+    assert!(
+        swept.as_ref().is_err_and(|e| e.is_contention()),
+        "gave up on the lock: {swept:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(1),
+        "within a fraction of the lease: {waited:?}"
+    );
+    blocking.rollback().await.unwrap();
+    let swept = storage::events::registrations::expire_due(&ctx.t.db, &fence, None, later)
+        .await
+        .unwrap();
+    assert_eq!(swept, 1, "the next look expires it");
+}

@@ -31,3 +31,20 @@ pub(crate) async fn publish(
     )
     .await
 }
+
+/// Longest a sweep (reservation or hold expiry) keeps working in one transaction; what is left
+/// waits for the timer's next look. Together with `SWEEP_LOCK_WAIT` it keeps the sweep's share
+/// lock on its shards' lease rows far shorter than a lease, so a hand-over never waits on it.
+pub const SWEEP_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How long a sweep waits for a row a seat batch holds before it gives up for this look.
+const SWEEP_LOCK_WAIT: &str = "300ms";
+
+/// A sweep's transaction: system scope, lock waits bounded by `SWEEP_LOCK_WAIT` (a lock it
+/// cannot get ends the transaction as contention; the timer looks again).
+async fn sweep(db: &crate::Database) -> Result<crate::Tx, crate::DbError> {
+    let tx = db.begin(crate::Scope::system()).await?;
+    tx.batch_execute(&format!("SET LOCAL lock_timeout = '{SWEEP_LOCK_WAIT}'"))
+        .await?;
+    Ok(tx)
+}

@@ -416,25 +416,28 @@ pub async fn expire_due(
     if fence.is_empty() {
         return Ok(0);
     }
-    let tx = db.begin(Scope::system()).await?;
-    let due: Vec<Uuid> = tx
+    let tx = super::sweep(db).await?;
+    let started = std::time::Instant::now();
+    let rows = tx
         .query(
-            "SELECT r.id FROM event_service.registrations r JOIN event_service.events e ON e.id = r.event_id
+            "SELECT r.id, e.shard FROM event_service.registrations r JOIN event_service.events e ON e.id = r.event_id
              WHERE r.status = 'RESERVED' AND r.expires_at <= $1
                AND ($2::uuid IS NULL OR r.ticket_type_id = $2) AND e.shard = ANY($3)
              ORDER BY r.ticket_type_id, r.expires_at LIMIT 500",
             &[&now, &ticket_type, &fence.shards()],
         )
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    if due.is_empty() {
+        .await?;
+    if rows.is_empty() {
         return Ok(0);
     }
-    fence.check(&tx).await?;
+    let shards: Vec<i16> = rows.iter().map(|r| r.get(1)).collect();
+    fence.only(&shards).check(&tx).await?;
     let mut expired = 0;
-    for id in due {
+    for id in rows.iter().map(|r| r.get::<_, Uuid>(0)) {
+        // What is left waits for the next look rather than hold the leases' rows longer.
+        if started.elapsed() >= super::SWEEP_BUDGET {
+            break;
+        }
         let current = lock(&tx, id).await?;
         // Re-judged under the lock: it may have been paid or cancelled since the scan.
         if !current.status.lapsed(current.expires_at, now) {

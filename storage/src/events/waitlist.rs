@@ -305,27 +305,34 @@ pub async fn expire_due(db: &Database, fence: &Fence, now: DateTime<Utc>) -> Res
     if fence.is_empty() {
         return Ok(0);
     }
-    let tx = db.begin(Scope::system()).await?;
-    let due: Vec<(Uuid, Uuid)> = tx
+    let tx = super::sweep(db).await?;
+    let started = std::time::Instant::now();
+    let rows = tx
         .query(
-            "SELECT w.id, w.ticket_type_id FROM event_service.waiting_list w WHERE w.status = 'NOTIFIED'
+            "SELECT w.id, w.ticket_type_id, e.shard FROM event_service.waiting_list w
+               JOIN event_service.events e ON e.id = w.event_id
+             WHERE w.status = 'NOTIFIED'
                AND (w.expires_at <= $1 OR EXISTS (
                    SELECT 1 FROM event_service.registrations r WHERE r.event_id = w.event_id AND r.user_id = w.user_id
                      AND r.ticket_type_id <> w.ticket_type_id AND r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')))
-               AND w.event_id IN (SELECT e.id FROM event_service.events e WHERE e.shard = ANY($2))
+               AND e.shard = ANY($2)
              ORDER BY w.ticket_type_id LIMIT 500",
             &[&now, &fence.shards()],
         )
-        .await?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    if due.is_empty() {
+        .await?;
+    if rows.is_empty() {
         return Ok(0);
     }
-    fence.check(&tx).await?;
+    let shards: Vec<i16> = rows.iter().map(|r| r.get(2)).collect();
+    fence.only(&shards).check(&tx).await?;
     let mut expired = 0;
-    for (id, ticket_type) in due {
+    for (id, ticket_type) in rows
+        .iter()
+        .map(|r| (r.get::<_, Uuid>(0), r.get::<_, Uuid>(1)))
+    {
+        if started.elapsed() >= super::SWEEP_BUDGET {
+            break;
+        }
         tx.execute(
             "SELECT 1 FROM event_service.ticket_types WHERE id = $1 FOR UPDATE",
             &[&ticket_type],
