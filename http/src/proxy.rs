@@ -172,21 +172,20 @@ async fn forward(State(upstream): State<Upstream>, request: Request) -> Response
             return sent.await;
         }
         // A paused owner answers nothing: once the map has moved on, the copy that waits on
-        // it is dropped and the request goes to the new owner (the key makes it one seat).
+        // it is dropped and the request goes to the new owner (the key makes it one seat). An
+        // owner that is only slow (a long export) is waited for, up to the forward timeout:
+        // the hand-over time bounds waiting for an owner, not serving.
         let answered = tokio::select! {
             answer = sent => Some(answer),
             _ = handover::moved_away(map, event, base) => None,
-            _ = tokio::time::sleep_until(deadline) => None,
         };
         match answered {
             Some(answer) if answer.status() != StatusCode::SERVICE_UNAVAILABLE => return answer,
             Some(answer) if Instant::now() >= deadline => return answer,
             Some(_) => handover::pause(map, attempt, deadline).await,
             None if Instant::now() >= deadline => {
-                return ApiError::moved(
-                    &"the event's owner did not answer within the hand-over time",
-                )
-                .into_response();
+                return ApiError::moved(&"the event's shard moved on after the hand-over time")
+                    .into_response();
             }
             None => {}
         }
