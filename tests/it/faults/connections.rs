@@ -121,17 +121,31 @@ async fn sales(http: &reqwest::Client, gateway: &str, seats: i64) -> Vec<(Uuid, 
     let organizer = token(Some(TenantId::new()), vec![Role::Owner]);
     let mut sales = Vec::new();
     for i in 0..10 {
+        // An organizer's writes are not held through a busy moment: a 503 is retried, as the
+        // front does (a refused connection right after the first processes' end, say).
         let post = |path: String, body: serde_json::Value| {
-            let request = http
-                .post(format!("{gateway}{path}"))
-                .bearer_auth(&organizer)
-                .json(&body);
+            let (organizer, url) = (&organizer, format!("{gateway}{path}"));
             async move {
-                let r = request.send().await.unwrap();
-                let status = r.status();
-                let body: serde_json::Value = r.json().await.unwrap_or_default();
-                assert!(status.is_success(), "{status} {body}");
-                body
+                for _ in 0..50 {
+                    let r = http
+                        .post(&url)
+                        .bearer_auth(organizer)
+                        .header("X-Idempotency-Key", Uuid::new_v4().to_string())
+                        .json(&body)
+                        .send()
+                        .await
+                        .unwrap();
+                    let status = r.status();
+                    let answer: serde_json::Value = r.json().await.unwrap_or_default();
+                    if status.as_u16() == 503 {
+                        eprintln!("setup: {url} answered 503, retrying");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    }
+                    assert!(status.is_success(), "{status} {answer}");
+                    return answer;
+                }
+                panic!("{url}: 503 for ten seconds");
             }
         };
         let event = post(
