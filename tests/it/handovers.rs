@@ -243,6 +243,36 @@ impl Freezer {
     }
 }
 
+/// An events service on 127.0.0.1 at `port`.
+fn loopback(port: u16) -> domain::config::ServiceAddr {
+    domain::config::ServiceAddr {
+        listen: format!("127.0.0.1:{port}"),
+        url: format!("http://127.0.0.1:{port}"),
+    }
+}
+
+/// A keyed POST through `gateway` as `token`; its answer, which must be a success.
+async fn post_as(
+    http: &reqwest::Client,
+    gateway: &str,
+    token: String,
+    path: String,
+    body: serde_json::Value,
+) -> serde_json::Value {
+    let r = http
+        .post(format!("{gateway}{path}"))
+        .bearer_auth(token)
+        .header("X-Idempotency-Key", Uuid::new_v4().to_string())
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body: serde_json::Value = r.json().await.unwrap_or_default();
+    assert!(status < 300, "{path}: {status} {body}");
+    body
+}
+
 fn organizer_token() -> String {
     http::tokens::Tokens::new("test-secret-test-secret-test-secret")
         .issue(
@@ -264,16 +294,12 @@ fn organizer_token() -> String {
 /// the cut is answered 201 through the gateway within the hand-over time.
 #[tokio::test]
 async fn a_node_cut_off_from_the_database_steps_aside_within_the_lease() {
-    use domain::config::{NodeConfig, Service, ServiceAddr};
+    use domain::config::{NodeConfig, Service};
     let t = crate::support::TestDb::new().await;
     let freezer = Freezer::start("127.0.0.1:5432".into()).await;
     let mut config = t.config.clone();
-    let events_addr = |port: u16| ServiceAddr {
-        listen: format!("127.0.0.1:{port}"),
-        url: format!("http://127.0.0.1:{port}"),
-    };
     let (port_a, port_b) = (crate::support::free_port(), crate::support::free_port());
-    config.services.insert(Service::Events, events_addr(port_a));
+    config.services.insert(Service::Events, loopback(port_a));
     config.nodes = vec![
         NodeConfig {
             name: "front".into(),
@@ -286,12 +312,12 @@ async fn a_node_cut_off_from_the_database_steps_aside_within_the_lease() {
         NodeConfig {
             name: "events-a".into(),
             services: vec![Service::Events],
-            addresses: [(Service::Events, events_addr(port_a))].into(),
+            addresses: [(Service::Events, loopback(port_a))].into(),
         },
         NodeConfig {
             name: "events-b".into(),
             services: vec![Service::Events],
-            addresses: [(Service::Events, events_addr(port_b))].into(),
+            addresses: [(Service::Events, loopback(port_b))].into(),
         },
     ];
     let start = |name: &str, database: String| {
@@ -326,21 +352,7 @@ async fn a_node_cut_off_from_the_database_steps_aside_within_the_lease() {
     let http = reqwest::Client::new();
     let organizer = organizer_token();
     let post = |path: String, body: serde_json::Value| {
-        let (http, organizer) = (&http, &organizer);
-        let url = format!("{gateway}{path}");
-        async move {
-            let r = http
-                .post(url)
-                .bearer_auth(organizer)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = r.status().as_u16();
-            let body: serde_json::Value = r.json().await.unwrap_or_default();
-            assert!(status < 300, "{status} {body}");
-            body
-        }
+        post_as(&http, &gateway, organizer.clone(), path, body)
     };
     let event = loop {
         let created = post(
@@ -455,13 +467,9 @@ async fn audit_of(t: &crate::support::TestDb, ticket_type: &str) -> (i32, i32, i
 #[tokio::test]
 async fn a_node_whose_clock_is_off_owns_no_shards_and_expires_nothing_early_or_late() {
     use domain::clock::OffsetClock;
-    use domain::config::{NodeConfig, Service, ServiceAddr};
+    use domain::config::{NodeConfig, Service};
     let t = crate::support::TestDb::new().await;
     let mut config = t.config.clone();
-    let address = |port: u16| ServiceAddr {
-        listen: format!("127.0.0.1:{port}"),
-        url: format!("http://127.0.0.1:{port}"),
-    };
     let ports = [crate::support::free_port(), crate::support::free_port()];
     config.nodes = vec![
         NodeConfig {
@@ -472,12 +480,12 @@ async fn a_node_whose_clock_is_off_owns_no_shards_and_expires_nothing_early_or_l
         NodeConfig {
             name: "ahead".into(),
             services: vec![Service::Events],
-            addresses: [(Service::Events, address(ports[0]))].into(),
+            addresses: [(Service::Events, loopback(ports[0]))].into(),
         },
         NodeConfig {
             name: "behind".into(),
             services: vec![Service::Events],
-            addresses: [(Service::Events, address(ports[1]))].into(),
+            addresses: [(Service::Events, loopback(ports[1]))].into(),
         },
     ];
     let start = |name: &str, offset: chrono::Duration| {
@@ -521,21 +529,7 @@ async fn a_node_whose_clock_is_off_owns_no_shards_and_expires_nothing_early_or_l
     let http = reqwest::Client::new();
     let organizer = organizer_token();
     let post = |path: String, token: String, body: serde_json::Value| {
-        let (http, gateway) = (http.clone(), gateway.clone());
-        async move {
-            let r = http
-                .post(format!("{gateway}{path}"))
-                .bearer_auth(token)
-                .header("X-Idempotency-Key", Uuid::new_v4().to_string())
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = r.status().as_u16();
-            let body: serde_json::Value = r.json().await.unwrap_or_default();
-            assert!(status < 300, "{path}: {status} {body}");
-            body
-        }
+        post_as(&http, &gateway, token, path, body)
     };
     let db = t.owner().await;
     for skewed in [&ahead, &behind] {

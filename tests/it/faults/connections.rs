@@ -238,6 +238,16 @@ async fn burst(
     )
 }
 
+async fn readiness(http: &reqwest::Client, gateway: &str) -> serde_json::Value {
+    http.get(format!("{gateway}/health/ready"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 async fn stored(t: &TestDb, created: &[Uuid], sales: &[(Uuid, Uuid)]) {
     let db = t.owner().await;
     let found: i64 = db
@@ -278,14 +288,7 @@ async fn six_processes_against_sixty_connections_answer_no_500_and_store_every_2
 
     // Every process pools 32: together they could open far more than 60.
     let (processes, gateway) = start(&t, 0).await;
-    let ready: serde_json::Value = http
-        .get(format!("{gateway}/health/ready"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ready = readiness(&http, &gateway).await;
     let warning = ready["warnings"]["connections"]
         .as_str()
         .unwrap_or_default();
@@ -322,14 +325,7 @@ async fn six_processes_against_sixty_connections_answer_no_500_and_store_every_2
 
     // The budget set once: each process takes its share, together within the limit.
     let (processes, gateway) = start(&t, ROLE_LIMIT as u32 - TEST_POOL).await;
-    let ready: serde_json::Value = http
-        .get(format!("{gateway}/health/ready"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ready = readiness(&http, &gateway).await;
     assert!(ready.get("warnings").is_none(), "no warning: {ready}");
     let sales_b = sales(&http, &gateway, 400).await;
     let (created, unavailable, failed) = burst(&http, &gateway, &sales_b, 3000).await;
