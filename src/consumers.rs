@@ -7,9 +7,10 @@ use storage::broker::Subscription;
 use storage::inbox::{Inbox, Projection};
 
 /// The name of every consumer a node can run: the dead-letter tool's only valid arguments.
-pub const NAMES: [&str; 5] = [
+pub const NAMES: [&str; 6] = [
     storage::identity::mail_consumer::MailSender::NAME,
     storage::events::consumers::Projections::NAME,
+    storage::events::consumers::PaymentFollowUps::NAME,
     storage::media::consumers::Attachments::NAME,
     analytics::consumers::Recorder::NAME,
     messenger::consumers::Notifier::NAME,
@@ -33,27 +34,27 @@ pub fn for_node(state: &AppState, services: &[Service]) -> Vec<Subscription> {
     let public_url = &state.config.http.public_url;
     services
         .iter()
-        .filter_map(|service| match service {
-            Service::Gateway => None,
-            Service::Identity => Some(Inbox::subscription(
+        .flat_map(|service| match service {
+            Service::Gateway => Vec::new(),
+            Service::Identity => vec![Inbox::subscription(
                 db(),
                 storage::identity::mail_consumer::MailSender::new(state.mailer.clone(), public_url),
-            )),
-            Service::Events => Some(Inbox::subscription(
-                db(),
-                storage::events::consumers::Projections,
-            )),
-            Service::Media => Some(Inbox::subscription(
+            )],
+            Service::Events => vec![
+                Inbox::subscription(db(), storage::events::consumers::Projections),
+                Inbox::subscription(db(), storage::events::consumers::PaymentFollowUps),
+            ],
+            Service::Media => vec![Inbox::subscription(
                 db(),
                 storage::media::consumers::Attachments,
-            )),
-            Service::Analytics => state.analytics.as_ref().map(|parts| {
+            )],
+            Service::Analytics => Vec::from_iter(state.analytics.as_ref().map(|parts| {
                 Inbox::subscription(
                     db(),
                     analytics::consumers::Recorder::new(db(), parts.store.clone()),
                 )
-            }),
-            Service::Notifications => state.notifications.as_ref().map(|parts| {
+            })),
+            Service::Notifications => Vec::from_iter(state.notifications.as_ref().map(|parts| {
                 Inbox::subscription(
                     db(),
                     messenger::consumers::Notifier::new(
@@ -64,7 +65,7 @@ pub fn for_node(state: &AppState, services: &[Service]) -> Vec<Subscription> {
                         state.clock.clone(),
                     ),
                 )
-            }),
+            })),
         })
         .collect()
 }

@@ -55,9 +55,24 @@ fn identity(state: &AppState) -> Vec<Job> {
     ]
 }
 
+/// How often the payments worker looks for refunds to send and provider payments to cancel.
+const PAYMENTS: Schedule = Schedule::Every(Duration::from_secs(1));
+
 fn events(state: &AppState) -> Vec<Job> {
     let (complete, remind, seats) = (state.clone(), state.clone(), state.clone());
+    let pay = state.clone();
     vec![
+        // Refunds due at the provider, and the provider payments of reservations that ended.
+        Job::new("events.payments", PAYMENTS, move || {
+            let s = pay.clone();
+            async move {
+                s.payments
+                    .run_due(s.clock.now())
+                    .await
+                    .map(|run| run.refunds + run.cancelled)
+                    .map_err(|e| e.to_string())
+            }
+        }),
         // Published events whose end has passed become completed.
         Job::new("events.complete_ended", MINUTE, move || {
             let s = complete.clone();

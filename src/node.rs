@@ -278,6 +278,7 @@ pub async fn start_with(
         notifications,
         peers: http::peers::Peers::new(&config),
         life_line: storage::liveness::LifeLine::new(),
+        payments: payments::Payments::from_config(&config, db.clone()),
     });
 
     let schemas: Vec<Schema> = node_config

@@ -34,6 +34,11 @@ pub const ENV_ALIASES: &[(&str, &str)] = &[
     ("JWT_SECRET", "auth.jwt_secret"),
     ("SERVICE_SECRET", "auth.service_secret"),
     ("PAYMENTS_WEBHOOK_SECRET", "payments.webhook_secret"),
+    ("PAYMENTS_PROVIDER", "payments.provider"),
+    ("YOOKASSA_SHOP_ID", "payments.yookassa_shop_id"),
+    ("YOOKASSA_SECRET_KEY", "payments.yookassa_secret_key"),
+    ("STRIPE_SECRET_KEY", "payments.stripe_secret_key"),
+    ("STRIPE_WEBHOOK_SECRET", "payments.stripe_webhook_secret"),
     ("PUBLIC_URL", "http.public_url"),
 ];
 
@@ -269,6 +274,12 @@ pub enum SecretSetting {
     StorageSecretKey,
     /// The messenger bot's token.
     BotToken,
+    /// YooKassa's secret key of the platform's shop.
+    YooKassaSecretKey,
+    /// Stripe's secret API key.
+    StripeSecretKey,
+    /// Stripe's signing secret of the webhook endpoint.
+    StripeWebhookSecret,
 }
 
 /// Least length production accepts for the secrets whose value the operator chooses (JWT,
@@ -289,7 +300,7 @@ const RANDOM_SECRET_HINT: &str = "e.g. `head -c 48 /dev/urandom | base64`";
 
 impl SecretSetting {
     /// Every secret.
-    pub const ALL: [SecretSetting; 7] = [
+    pub const ALL: [SecretSetting; 10] = [
         SecretSetting::Jwt,
         SecretSetting::Service,
         SecretSetting::Webhook,
@@ -297,6 +308,9 @@ impl SecretSetting {
         SecretSetting::StorageAccessKey,
         SecretSetting::StorageSecretKey,
         SecretSetting::BotToken,
+        SecretSetting::YooKassaSecretKey,
+        SecretSetting::StripeSecretKey,
+        SecretSetting::StripeWebhookSecret,
     ];
 
     /// Its path in cluster.toml.
@@ -309,6 +323,9 @@ impl SecretSetting {
             Self::StorageAccessKey => "storage.access_key",
             Self::StorageSecretKey => "storage.secret_key",
             Self::BotToken => "messenger.bot_token",
+            Self::YooKassaSecretKey => "payments.yookassa_secret_key",
+            Self::StripeSecretKey => "payments.stripe_secret_key",
+            Self::StripeWebhookSecret => "payments.stripe_webhook_secret",
         }
     }
 
@@ -339,6 +356,15 @@ impl SecretSetting {
             Self::BotToken => {
                 "the messenger bot is off (messages are recorded as skipped) and messenger sign-in is refused"
             }
+            Self::YooKassaSecretKey => {
+                "the platform takes no payments through YooKassa (organizations with their own shop still do)"
+            }
+            Self::StripeSecretKey => {
+                "the platform takes no payments through Stripe (organizations with their own account still do)"
+            }
+            Self::StripeWebhookSecret => {
+                "Stripe's notifications to the platform's account are refused (401), so its payments are not confirmed"
+            }
         }
     }
 
@@ -348,7 +374,12 @@ impl SecretSetting {
         match self {
             Self::Jwt | Self::Service | Self::Webhook => Some(MIN_OPERATOR_SECRET_BYTES),
             Self::AppPassword => Some(MIN_APP_PASSWORD_BYTES),
-            Self::StorageAccessKey | Self::StorageSecretKey | Self::BotToken => None,
+            Self::StorageAccessKey
+            | Self::StorageSecretKey
+            | Self::BotToken
+            | Self::YooKassaSecretKey
+            | Self::StripeSecretKey
+            | Self::StripeWebhookSecret => None,
         }
     }
 
@@ -643,12 +674,52 @@ impl Default for AuthConfig {
 }
 
 /// Payment provider settings.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PaymentsConfig {
     /// Secret the provider signs `POST /api/v1/payments/webhook` with; without it the webhook
     /// answers 503.
     pub webhook_secret: Option<Secret>,
+    /// Where participants pay: `test` (bilet's own Pay / Decline page; development only),
+    /// `yookassa` or `stripe`. With YooKassa or Stripe, roubles go to YooKassa and every other
+    /// currency to Stripe, each where its keys are set.
+    pub provider: crate::events::checkout::ProviderKind,
+    /// Time limit of one call to a provider, in milliseconds.
+    pub timeout_ms: u64,
+    /// YooKassa's API (`https://api.yookassa.ru/v3`).
+    pub yookassa_api_url: String,
+    /// The platform's YooKassa shop id.
+    pub yookassa_shop_id: String,
+    /// The platform's YooKassa secret key.
+    pub yookassa_secret_key: Option<Secret>,
+    /// Send 54-FZ receipts with YooKassa payments of organizations that did not choose.
+    pub yookassa_receipts: bool,
+    /// VAT code of the receipt's item (1: without VAT).
+    pub yookassa_vat_code: u8,
+    /// Stripe's API (`https://api.stripe.com`).
+    pub stripe_api_url: String,
+    /// The platform's Stripe secret key.
+    pub stripe_secret_key: Option<Secret>,
+    /// Signing secret of the platform's Stripe webhook endpoint (`whsec_…`).
+    pub stripe_webhook_secret: Option<Secret>,
+}
+
+impl Default for PaymentsConfig {
+    fn default() -> Self {
+        PaymentsConfig {
+            webhook_secret: None,
+            provider: crate::events::checkout::ProviderKind::Test,
+            timeout_ms: 10_000,
+            yookassa_api_url: "https://api.yookassa.ru/v3".into(),
+            yookassa_shop_id: String::new(),
+            yookassa_secret_key: None,
+            yookassa_receipts: false,
+            yookassa_vat_code: 1,
+            stripe_api_url: "https://api.stripe.com".into(),
+            stripe_secret_key: None,
+            stripe_webhook_secret: None,
+        }
+    }
 }
 
 /// Address of one service.
@@ -977,6 +1048,9 @@ impl Config {
             SecretSetting::StorageAccessKey => self.storage.access_key.as_ref(),
             SecretSetting::StorageSecretKey => self.storage.secret_key.as_ref(),
             SecretSetting::BotToken => self.messenger.bot_token.as_ref(),
+            SecretSetting::YooKassaSecretKey => self.payments.yookassa_secret_key.as_ref(),
+            SecretSetting::StripeSecretKey => self.payments.stripe_secret_key.as_ref(),
+            SecretSetting::StripeWebhookSecret => self.payments.stripe_webhook_secret.as_ref(),
         }
     }
 

@@ -60,7 +60,28 @@ fn is_upload(method: &Method, path: &str) -> bool {
 /// The payment provider's notifications: its signature is the credential, so `Authorization`
 /// (some providers send Basic credentials) is not looked at, and it has its own budget.
 fn is_webhook(method: &Method, path: &str) -> bool {
-    method == Method::POST && path.trim_end_matches('/') == "/api/v1/payments/webhook"
+    method == Method::POST
+        && (path.trim_end_matches('/') == "/api/v1/payments/webhook"
+            || is_provider_notification(path))
+}
+
+/// `/api/v1/payments/providers/{provider}/notifications`.
+fn is_provider_notification(path: &str) -> bool {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    matches!(
+        segments.as_slice(),
+        ["api", "v1", "payments", "providers", provider, "notifications"] if !provider.is_empty()
+    )
+}
+
+/// The test provider's payment page (`/api/v1/payments/test/{payment}`): reached by the link
+/// the checkout gave, like a provider's hosted page.
+fn is_test_payment_page(path: &str) -> bool {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    matches!(
+        segments.as_slice(),
+        ["api", "v1", "payments", "test", payment] if !payment.is_empty()
+    )
 }
 
 /// Identity's writes, after which this gateway reads the revocations at once, so that the
@@ -102,10 +123,15 @@ pub fn is_public(method: &Method, path: &str) -> bool {
     ];
     let path = path.trim_end_matches('/');
     match *method {
-        Method::POST => PUBLIC_POSTS.contains(&path),
+        Method::POST => {
+            PUBLIC_POSTS.contains(&path)
+                || is_provider_notification(path)
+                || is_test_payment_page(path)
+        }
         Method::GET | Method::HEAD => {
             PUBLIC_GETS.contains(&path)
                 || is_public_event_read(path)
+                || is_test_payment_page(path)
                 || crate::web::is_page(if path.is_empty() { "/" } else { path })
         }
         _ => false,

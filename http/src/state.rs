@@ -64,6 +64,8 @@ pub struct Parts {
     pub peers: crate::peers::Peers,
     /// This process's life line: claims it holds are known abandoned the moment it dies.
     pub life_line: storage::liveness::LifeLine,
+    /// The payment providers and what is done with them.
+    pub payments: payments::Payments,
 }
 
 /// The notification service's parts.

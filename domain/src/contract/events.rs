@@ -232,6 +232,33 @@ pub struct RefundRequested {
     pub event: EventSummary,
 }
 
+/// refund.succeeded: the provider returned a participant's money.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefundSucceeded {
+    /// The refund.
+    pub refund_id: Uuid,
+    /// The registration.
+    pub registration_id: Uuid,
+    /// Its event.
+    pub event_id: Uuid,
+    /// The participant.
+    pub user_id: UserId,
+    /// Their address.
+    #[serde(default)]
+    pub email: Option<String>,
+    /// How much went back.
+    pub amount_cents: i64,
+    /// In what.
+    pub currency: String,
+    /// The provider that returned it.
+    pub provider: String,
+    /// The provider's id of the refund.
+    pub provider_refund_id: String,
+    /// Its event.
+    pub event: EventSummary,
+}
+
 /// waitlist.available: a seat is held for someone on the waiting list until `expires_at`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

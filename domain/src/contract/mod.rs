@@ -157,6 +157,8 @@ contract! {
     "checkin.completed" => CheckinCompleted(events::CheckinCompleted),
     /// Money must go back to a participant.
     "refund.requested" => RefundRequested(events::RefundRequested),
+    /// The provider returned the money.
+    "refund.succeeded" => RefundSucceeded(events::RefundSucceeded),
     /// A waiting-list seat is held for someone.
     "waitlist.available" => WaitlistAvailable(events::WaitlistOffer),
     /// The payment provider took the money.

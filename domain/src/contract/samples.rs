@@ -3,7 +3,7 @@
 
 use super::events::{
     CheckinCompleted, CoverChanged, EventChanged, EventDeleted, EventState, EventSummary, Place,
-    RefundRequested, Registration, RegistrationConfirmed, WaitlistOffer,
+    RefundRequested, RefundSucceeded, Registration, RegistrationConfirmed, WaitlistOffer,
 };
 use super::identity::{
     GroupMemberAdded, GroupState, MemberAdded, MemberRemoved, MemberRoleChanged,
@@ -250,6 +250,18 @@ pub fn of(kind: Kind) -> DomainEvent {
             amount_cents: 150_000,
             currency: "RUB".into(),
             reason: "NO_SEAT".into(),
+            event: summary(),
+        }),
+        Kind::RefundSucceeded => E::RefundSucceeded(RefundSucceeded {
+            refund_id: Uuid::from_u128(50),
+            registration_id: Uuid::from_u128(20),
+            event_id: Uuid::from_u128(10),
+            user_id: person,
+            email: Some("anna@example.org".into()),
+            amount_cents: 150_000,
+            currency: "RUB".into(),
+            provider: "yookassa".into(),
+            provider_refund_id: "rf_1".into(),
             event: summary(),
         }),
         Kind::WaitlistAvailable => E::WaitlistAvailable(WaitlistOffer {

@@ -2,6 +2,7 @@
 //! seats, ticket types, waiting lists and payments, what a valid event and ticket type are,
 //! and the refusals it answers with.
 
+pub mod checkout;
 pub mod lifecycle;
 pub mod patch;
 pub mod payments;

@@ -127,9 +127,9 @@ pub fn covers(
     ticket_currency: &str,
     prepayment_percent: i32,
 ) -> bool {
-    let due = (i128::from(price_cents) * i128::from(prepayment_percent.clamp(0, 100)) + 99) / 100;
+    let due = super::checkout::amount_due(price_cents, prepayment_percent);
     currency.is_none_or(|c| c.eq_ignore_ascii_case(ticket_currency))
-        && amount.is_none_or(|a| i128::from(a) >= due)
+        && amount.is_none_or(|a| a >= due)
 }
 
 /// What a payment of `kind` does to a registration in `status`; a completed payment that does

@@ -1,7 +1,71 @@
-//! What is given back: the refund a registration cancelled with its event is owed, and why a
-//! payment that bought nothing is returned.
+//! What is given back: the refund a registration cancelled with its event is owed, why a
+//! payment that bought nothing is returned, and a refund's way to the provider
+//! (requested → sent → succeeded or failed, with retries in between).
 
 use super::registrations::{RegistrationStatus, Seat};
+use std::time::Duration;
+
+/// Where a refund stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RefundStatus {
+    /// Asked for; not yet sent to the provider.
+    Requested,
+    /// Sent at least once; the provider's answer has not been recorded (sent again, under the
+    /// same key, until it is).
+    Sent,
+    /// The provider returned the money.
+    Succeeded,
+    /// The provider refused, or never answered within the attempts; an operator may retry.
+    Failed,
+}
+
+impl RefundStatus {
+    /// Database spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Requested => "REQUESTED",
+            Self::Sent => "SENT",
+            Self::Succeeded => "SUCCEEDED",
+            Self::Failed => "FAILED",
+        }
+    }
+
+    /// From the database spelling.
+    pub fn parse(s: &str) -> Option<RefundStatus> {
+        [Self::Requested, Self::Sent, Self::Succeeded, Self::Failed]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+
+    /// Whether the executor still has work with it.
+    pub fn is_pending(self) -> bool {
+        matches!(self, Self::Requested | Self::Sent)
+    }
+
+    /// Whether it may move to `to`: forward only, and a failed one back to requested when an
+    /// operator retries it.
+    pub fn may_become(self, to: RefundStatus) -> bool {
+        use RefundStatus::*;
+        matches!(
+            (self, to),
+            (Requested, Sent)
+                | (Sent, Sent)
+                | (Requested | Sent, Succeeded | Failed)
+                | (Failed, Requested)
+        )
+    }
+}
+
+/// Sends of one refund before it is given up as failed (the provider unreachable throughout).
+pub const MAX_REFUND_SENDS: i32 = 10;
+
+/// How long after its `sends`-th send a refund without an answer is sent again: 10 s, doubling,
+/// at most an hour (ten sends span about two and a half hours).
+pub fn resend_after(sends: i32) -> Duration {
+    let doublings = u32::try_from(sends.clamp(1, 20) - 1).unwrap_or(0);
+    Duration::from_secs(10u64.saturating_mul(1 << doublings).min(3600))
+}
 
 /// The refund a registration cancelled with its event is owed (`was`: its status before):
 /// what was `paid` for it, or its price when it was confirmed before payments were recorded;
@@ -53,6 +117,31 @@ mod tests {
             Some(700),
             "a part was paid"
         );
+    }
+
+    #[test]
+    fn refunds_move_forward_and_failed_ones_are_retried() {
+        use RefundStatus::*;
+        assert!(Requested.may_become(Sent));
+        assert!(Sent.may_become(Sent), "sent again under the same key");
+        assert!(Sent.may_become(Succeeded));
+        assert!(Sent.may_become(Failed));
+        assert!(Failed.may_become(Requested));
+        assert!(!Succeeded.may_become(Requested));
+        assert!(!Succeeded.may_become(Failed));
+        assert!(!Failed.may_become(Succeeded));
+        for s in [Requested, Sent, Succeeded, Failed] {
+            assert_eq!(RefundStatus::parse(s.as_str()), Some(s));
+        }
+    }
+
+    #[test]
+    fn resends_back_off_to_an_hour() {
+        assert_eq!(resend_after(1), Duration::from_secs(10));
+        assert_eq!(resend_after(2), Duration::from_secs(20));
+        assert_eq!(resend_after(9), Duration::from_secs(2560).min(Duration::from_secs(3600)));
+        assert_eq!(resend_after(30), Duration::from_secs(3600));
+        assert_eq!(resend_after(0), Duration::from_secs(10));
     }
 
     #[test]

@@ -81,11 +81,39 @@ refusals! {
         /// The provider's webhook arrives but no secret is configured to check it.
         PaymentsNotConfigured => (ServiceUnavailable,
             "Приём платежей не настроен",
-            "The payment webhook is not configured"),
+            "Payments are not configured"),
         /// The provider's webhook signature is missing, stale or wrong.
         PaymentSignatureInvalid => (Unauthorized,
             "Подпись платёжного уведомления недействительна",
             "The payment notification's signature is not valid"),
+        /// Paying a registration that does not await payment.
+        NotAwaitingPayment => (BusinessRule,
+            "Эта регистрация не ожидает оплаты",
+            "This registration does not await payment"),
+        /// No provider of the installation takes the ticket's currency.
+        CurrencyNotSupported => (BusinessRule,
+            "Оплата в этой валюте не принимается",
+            "Payments in this currency are not accepted"),
+        /// The payment provider did not answer in time or failed; the same request may be sent again.
+        PaymentProviderUnavailable => (ServiceUnavailable,
+            "Платёжная система не отвечает, попробуйте ещё раз",
+            "The payment provider does not answer; try again"),
+        /// The payment provider refused the payment or refund as asked.
+        PaymentProviderRefused => (BusinessRule,
+            "Платёжная система отклонила запрос",
+            "The payment provider refused the request"),
+        /// A refund of a registration nothing was paid for.
+        NothingToRefund => (BusinessRule,
+            "По этой регистрации нечего возвращать",
+            "Nothing was paid for this registration"),
+        /// A refund of a registration already refunded (or being refunded).
+        AlreadyRefunded => (Conflict,
+            "Возврат по этой регистрации уже оформлен",
+            "This registration is already refunded"),
+        /// A failed refund is retried, but this one has not failed.
+        RefundNotFailed => (BusinessRule,
+            "Повторить можно только неудавшийся возврат",
+            "Only a failed refund can be retried"),
     }
 }
 

@@ -2,12 +2,14 @@
 //! what other services ask of it (`internal`).
 
 pub mod catalog;
+pub mod checkout;
 pub mod dto;
 pub mod internal;
 pub mod owner;
 pub mod payments;
 pub mod registrations;
 pub mod registrations_export;
+pub mod test_payments;
 pub mod ticket_types;
 pub mod waitlist;
 
@@ -72,6 +74,24 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/api/v1/payments/webhook", post(payments::webhook))
         .route(
+            "/api/v1/registrations/{id}/checkout",
+            get(checkout::latest).post(checkout::check_out),
+        )
+        .route(
+            "/api/v1/registrations/{id}/refunds",
+            get(checkout::of_registration),
+        )
+        .route("/api/v1/registrations/{id}/refund", post(checkout::refund))
+        .route("/api/v1/events/{id}/refunds", get(checkout::of_event))
+        .route(
+            "/api/v1/payments/providers/{provider}/notifications",
+            post(checkout::notification),
+        )
+        .route(
+            "/api/v1/payments/test/{payment}",
+            get(test_payments::page).post(test_payments::choose),
+        )
+        .route(
             "/api/v1/events/{id}/waitlist",
             get(waitlist::mine)
                 .post(waitlist::join)
@@ -99,6 +119,8 @@ pub fn self_idempotent_routes() -> Router<AppState> {
         registrations::check_in, registrations::check_in_by_code, registrations_export::export,
         waitlist::mine, waitlist::join, waitlist::leave,
         payments::webhook, payments::mark_paid,
+        checkout::check_out, checkout::latest, checkout::of_registration, checkout::of_event, checkout::refund,
+        checkout::notification,
     ),
     tags(
         (name = "events", description = "Events and ticket types"),

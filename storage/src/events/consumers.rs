@@ -109,6 +109,56 @@ impl Projection for Projections {
     }
 }
 
+/// What follows a payment from the event service's own events (consumer `payments`): each
+/// refund.requested becomes a refund for the payments worker to execute, and a reservation
+/// that ended (reservation.expired, registration.cancelled) closes its open checkout, whose
+/// provider payment the worker then cancels where the provider allows.
+pub struct PaymentFollowUps;
+
+#[async_trait]
+impl Projection for PaymentFollowUps {
+    const NAME: &'static str = "payments";
+    const SCHEMA: Schema = Schema::EventService;
+    const TAKES: &'static [Kind] = &[
+        Kind::RefundRequested,
+        Kind::ReservationExpired,
+        Kind::RegistrationCancelled,
+    ];
+    type Done = ();
+
+    async fn apply(&self, tx: &Tx, received: &Received<'_>) -> Result<(), HandlerError> {
+        let at = received.envelope.occurred_at;
+        match &received.event {
+            DomainEvent::RefundRequested(request) => {
+                let tenant = match received.envelope.tenant_id {
+                    Some(tenant) => tenant,
+                    None => match tx
+                        .query_opt(
+                            "SELECT tenant_id FROM event_service.registrations WHERE id = $1",
+                            &[&request.registration_id],
+                        )
+                        .await?
+                    {
+                        Some(row) => domain::ids::TenantId::from(row.get::<_, uuid::Uuid>(0)),
+                        None => {
+                            tracing::warn!(registration = %request.registration_id,
+                                "refund asked for an unknown registration; nothing to execute");
+                            return Ok(());
+                        }
+                    },
+                };
+                crate::events::refunds::record(tx, received.envelope.id.as_uuid(), tenant, request, at)
+                    .await?;
+            }
+            DomainEvent::ReservationExpired(r) | DomainEvent::RegistrationCancelled(r) => {
+                crate::events::checkout::close_for(tx, r.registration_id, at).await?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 /// A payment event: kept under the provider's id (`paymentId`, else the event's own id), so
 /// one that also came by the webhook takes effect once.
 async fn payment(

@@ -4,8 +4,10 @@
 
 pub mod cancellation;
 pub mod catalog;
+pub mod checkout;
 pub mod consumers;
 pub mod payments;
+pub mod refunds;
 pub mod registrations;
 pub mod registrations_export;
 pub mod seats;
