@@ -6,4 +6,5 @@ pub mod consumers;
 pub mod jobs;
 pub mod logging;
 pub mod node;
+pub mod refunds;
 pub mod settings;

@@ -49,6 +49,29 @@ enum Command {
         #[command(subcommand)]
         action: ClusterAction,
     },
+    /// Refunds on their way to the payment providers.
+    Refunds {
+        #[command(subcommand)]
+        action: RefundsAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum RefundsAction {
+    /// Lists refunds, newest first: status, amount, provider, sends, the last error.
+    List {
+        /// Only those in this status: requested, sent, succeeded or failed.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only those of this event.
+        #[arg(long)]
+        event: Option<uuid::Uuid>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+    },
+    /// Sends a failed refund again (under a fresh count of attempts).
+    Retry { id: uuid::Uuid },
 }
 
 #[derive(Subcommand)]
@@ -165,6 +188,19 @@ async fn main() -> anyhow::Result<()> {
             let db = database(&config).await?;
             let ttl = std::time::Duration::from_millis(config.cluster.lease_ttl_ms);
             print!("{}", bilet::cluster_status::status(&db, ttl).await?);
+            Ok(())
+        }
+        Command::Refunds { action } => {
+            let db = database(&config).await?;
+            let text = match action {
+                RefundsAction::List {
+                    status,
+                    event,
+                    limit,
+                } => bilet::refunds::list(&db, status.as_deref(), event, limit).await?,
+                RefundsAction::Retry { id } => bilet::refunds::retry(&db, id).await?,
+            };
+            print!("{text}");
             Ok(())
         }
         Command::Dlq { action } => {

@@ -61,7 +61,11 @@ CREATE TABLE event_service.refunds (
     status              VARCHAR(20) NOT NULL
                         CHECK (status IN ('REQUESTED', 'SENT', 'SUCCEEDED', 'FAILED')),
     sends               INTEGER NOT NULL DEFAULT 0,
+    -- One more each time an operator retries a failed refund: the provider's idempotency key
+    -- is the refund's id and this, since a provider replays a failed answer to the same key.
+    generation          INTEGER NOT NULL DEFAULT 1,
     last_error          TEXT,
+    -- When a SENT refund without an answer is sent again; NULL: due at once.
     next_attempt_at     TIMESTAMPTZ,
     created_at          TIMESTAMPTZ NOT NULL,
     updated_at          TIMESTAMPTZ NOT NULL,

@@ -43,8 +43,10 @@ pub struct Created {
 /// A refund to make at the provider.
 #[derive(Clone, Debug)]
 pub struct RefundRequest {
-    /// bilet's refund id: the provider's idempotency key, so a resend makes no second refund.
+    /// bilet's refund (kept in the provider's metadata).
     pub refund: Uuid,
+    /// The provider's idempotency key: every resend of it makes no second refund.
+    pub idempotency_key: String,
     /// The provider's payment refunded.
     pub payment_id: String,
     /// What the refund names when not the payment (Stripe's payment intent).
@@ -163,7 +165,11 @@ pub trait Provider: Send + Sync {
 /// Reads an HTTP failure the usual way: no answer, a timeout, 429 or 5xx may be retried; any
 /// other 4xx is the provider refusing.
 pub(crate) fn classify(status: reqwest::StatusCode, body: &str) -> ProviderError {
-    let text = format!("{} {}", status.as_u16(), body.chars().take(300).collect::<String>());
+    let text = format!(
+        "{} {}",
+        status.as_u16(),
+        body.chars().take(300).collect::<String>()
+    );
     if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
         ProviderError::Unavailable(text)
     } else {

@@ -54,7 +54,10 @@ impl Stripe {
             .client
             .post(format!("{}{path}", self.api))
             .bearer_auth(self.secret_key.expose())
-            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
             .body(
                 serde_urlencoded::to_string(form)
                     .map_err(|e| ProviderError::Refused(e.to_string()))?,
@@ -142,7 +145,10 @@ impl Provider for Stripe {
                 "line_items[0][price_data][currency]",
                 request.currency.to_ascii_lowercase(),
             ),
-            field("line_items[0][price_data][unit_amount]", request.amount_cents),
+            field(
+                "line_items[0][price_data][unit_amount]",
+                request.amount_cents,
+            ),
             field(
                 "line_items[0][price_data][product_data][name]",
                 &request.description,
@@ -199,15 +205,15 @@ impl Provider for Stripe {
             field("metadata[refund_id]", request.refund),
         ];
         let value = self
-            .post("/v1/refunds", Some(&request.refund.to_string()), &form)
+            .post("/v1/refunds", Some(&request.idempotency_key), &form)
             .await?;
         let refund: Refund = serde_json::from_value(value)
             .map_err(|e| ProviderError::Unavailable(format!("unreadable refund: {e}")))?;
         Ok(match refund.status.as_deref() {
             Some("succeeded") => RefundAnswer::Succeeded(refund.id),
-            Some("failed") | Some("canceled") => RefundAnswer::Refused(
-                refund.failure_reason.unwrap_or_else(|| "failed".into()),
-            ),
+            Some("failed") | Some("canceled") => {
+                RefundAnswer::Refused(refund.failure_reason.unwrap_or_else(|| "failed".into()))
+            }
             _ => RefundAnswer::Pending(refund.id),
         })
     }
@@ -225,8 +231,8 @@ impl Provider for Stripe {
         };
         verify_signature(secret.expose().as_bytes(), signature, body, now)
             .map_err(|e| NotificationError::Signature(e.to_string()))?;
-        let event: Event =
-            serde_json::from_slice(body).map_err(|e| NotificationError::Malformed(e.to_string()))?;
+        let event: Event = serde_json::from_slice(body)
+            .map_err(|e| NotificationError::Malformed(e.to_string()))?;
         let object = event.data.object;
         let session = || -> Result<Session, NotificationError> {
             serde_json::from_value(object.clone())
@@ -237,9 +243,9 @@ impl Provider for Stripe {
                 let session = session()?;
                 let state = if session.payment_status.as_deref() == Some("paid") {
                     PaymentState::Succeeded {
-                        amount_cents: session.amount_total.ok_or_else(|| {
-                            NotificationError::Malformed("amount_total".into())
-                        })?,
+                        amount_cents: session
+                            .amount_total
+                            .ok_or_else(|| NotificationError::Malformed("amount_total".into()))?,
                         currency: session
                             .currency
                             .ok_or_else(|| NotificationError::Malformed("currency".into()))?

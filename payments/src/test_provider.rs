@@ -88,7 +88,7 @@ impl Provider for TestProvider {
     async fn refund(&self, request: &RefundRequest) -> Result<RefundAnswer, ProviderError> {
         Ok(RefundAnswer::Succeeded(format!(
             "{ID_PREFIX}refund_{}",
-            request.refund.simple()
+            request.idempotency_key
         )))
     }
 
@@ -100,8 +100,8 @@ impl Provider for TestProvider {
     ) -> Result<Notified, NotificationError> {
         verify_signature(&self.key, signature, body, now)
             .map_err(|e| NotificationError::Signature(e.to_string()))?;
-        let n: TestNotification =
-            serde_json::from_slice(body).map_err(|e| NotificationError::Malformed(e.to_string()))?;
+        let n: TestNotification = serde_json::from_slice(body)
+            .map_err(|e| NotificationError::Malformed(e.to_string()))?;
         let state = match n.status.as_str() {
             "succeeded" => PaymentState::Succeeded {
                 amount_cents: n.amount_cents,

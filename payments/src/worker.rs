@@ -57,10 +57,14 @@ impl Payments {
             return Answer::Refused(refunds::NOT_THROUGH_PROVIDER.into());
         };
         let Some(provider) = self.provider(kind) else {
-            return Answer::Unavailable(format!("the provider `{}` is not configured", kind.as_str()));
+            return Answer::Unavailable(format!(
+                "the provider `{}` is not configured",
+                kind.as_str()
+            ));
         };
         let request = RefundRequest {
             refund: refund.id,
+            idempotency_key: refund.idempotency_key(),
             payment_id: payment_id.clone(),
             charge_id: refund.provider_charge_id.clone(),
             amount_cents: refund.amount_cents,
@@ -69,7 +73,9 @@ impl Payments {
         match provider.refund(&request).await {
             Ok(RefundAnswer::Succeeded(id)) => Answer::Succeeded(id),
             Ok(RefundAnswer::Pending(id)) => Answer::Pending(id),
-            Ok(RefundAnswer::Refused(why)) | Err(ProviderError::Refused(why)) => Answer::Refused(why),
+            Ok(RefundAnswer::Refused(why)) | Err(ProviderError::Refused(why)) => {
+                Answer::Refused(why)
+            }
             Err(ProviderError::Unavailable(why)) => Answer::Unavailable(why),
         }
     }

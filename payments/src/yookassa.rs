@@ -60,7 +60,10 @@ impl YooKassa {
 
     async fn payment(&self, id: &str) -> Result<Payment, ProviderError> {
         let value = self
-            .send(self.request(reqwest::Method::GET, &format!("/payments/{}", path_part(id))))
+            .send(self.request(
+                reqwest::Method::GET,
+                &format!("/payments/{}", path_part(id)),
+            ))
             .await?;
         serde_json::from_value(value)
             .map_err(|e| ProviderError::Unavailable(format!("unreadable payment: {e}")))
@@ -211,7 +214,7 @@ impl Provider for YooKassa {
         let value = self
             .send(
                 self.request(reqwest::Method::POST, "/refunds")
-                    .header("Idempotence-Key", request.refund.to_string())
+                    .header("Idempotence-Key", &request.idempotency_key)
                     .json(&body),
             )
             .await?;

@@ -24,6 +24,7 @@ mod media;
 mod node;
 mod notifications;
 mod outbox;
+mod payments;
 mod registrations_export;
 mod revocation;
 mod scenario;

@@ -283,7 +283,10 @@ mod tests {
         use CheckoutStatus::*;
         assert!(Creating.may_become(Open));
         assert!(Open.may_become(Paid));
-        assert!(Declined.may_become(Paid), "a late success is money received");
+        assert!(
+            Declined.may_become(Paid),
+            "a late success is money received"
+        );
         assert!(!Paid.may_become(Declined));
         assert!(!Paid.may_become(Closed));
         assert!(!Declined.may_become(Open));

@@ -6,7 +6,9 @@ use super::registrations::{RegistrationStatus, Seat};
 use std::time::Duration;
 
 /// Where a refund stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RefundStatus {
     /// Asked for; not yet sent to the provider.
@@ -139,7 +141,10 @@ mod tests {
     fn resends_back_off_to_an_hour() {
         assert_eq!(resend_after(1), Duration::from_secs(10));
         assert_eq!(resend_after(2), Duration::from_secs(20));
-        assert_eq!(resend_after(9), Duration::from_secs(2560).min(Duration::from_secs(3600)));
+        assert_eq!(
+            resend_after(9),
+            Duration::from_secs(2560).min(Duration::from_secs(3600))
+        );
         assert_eq!(resend_after(30), Duration::from_secs(3600));
         assert_eq!(resend_after(0), Duration::from_secs(10));
     }

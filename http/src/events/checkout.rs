@@ -131,7 +131,10 @@ pub async fn check_out(
     Path(id): Path<Uuid>,
 ) -> Result<Json<CheckoutDto>, ApiError> {
     let user = caller.require_user()?;
-    let checkout = state.payments.check_out(user, id, state.clock.now()).await?;
+    let checkout = state
+        .payments
+        .check_out(user, id, state.clock.now())
+        .await?;
     Ok(Json(checkout.into()))
 }
 
@@ -200,7 +203,8 @@ pub async fn refund(
     Path(id): Path<Uuid>,
 ) -> Result<(StatusCode, Json<RefundDto>), ApiError> {
     let (tenant, user) = organizer(&caller)?;
-    let refund = refunds::refund_registration(&state.db, tenant, user, id, state.clock.now()).await?;
+    let refund =
+        refunds::refund_registration(&state.db, tenant, user, id, state.clock.now()).await?;
     Ok((StatusCode::CREATED, Json(refund.into())))
 }
 

@@ -3,8 +3,8 @@
 //! payer is sent back to their ticket. Served only outside production (the provider does not
 //! exist there: 404).
 
-use crate::error::ApiError;
 use crate::context::ClientLang;
+use crate::error::ApiError;
 use crate::extract::Path;
 use crate::state::AppState;
 use axum::body::Bytes;
@@ -17,7 +17,8 @@ use payments::test_provider::TestNotification;
 use storage::events::checkout::{self, Checkout};
 
 /// The page's policy: nothing loaded from anywhere, its own inline style only.
-const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'";
+const CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'";
 
 async fn find(state: &AppState, payment: &str) -> Result<Checkout, ApiError> {
     if state.payments.test_provider().is_none() {
@@ -77,7 +78,10 @@ pub async fn page(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
 }

@@ -424,6 +424,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V10__member_clocks",
                 include_str!("../../../migrations/event_service/V10__member_clocks.sql"),
             ),
+            (
+                "V11__checkouts_refunds",
+                include_str!("../../../migrations/event_service/V11__checkouts_refunds.sql"),
+            ),
         ],
         Schema::MediaService => &[
             (

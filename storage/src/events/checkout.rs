@@ -130,7 +130,9 @@ pub async fn open(
     let expires_at: Option<DateTime<Utc>> = row.get(4);
     // Run out, though the timer has not said so yet.
     if expires_at.is_some_and(|at| at <= now) {
-        return Err(Refusal::from(domain::events::refusals::EventRefusal::NotAwaitingPayment).into());
+        return Err(
+            Refusal::from(domain::events::refusals::EventRefusal::NotAwaitingPayment).into(),
+        );
     }
     let currency = row.get::<_, String>(3).trim().to_string();
     let order = Order {
@@ -151,7 +153,9 @@ pub async fn open(
     }
     let amount = amount_due(row.get(2), row.get(7));
     if amount <= 0 {
-        return Err(Refusal::from(domain::events::refusals::EventRefusal::NotAwaitingPayment).into());
+        return Err(
+            Refusal::from(domain::events::refusals::EventRefusal::NotAwaitingPayment).into(),
+        );
     }
     let provider = choose(&currency)?;
     let attempt: i32 = tx
@@ -233,7 +237,12 @@ pub struct Opened {
 /// Records the provider's payment of a CREATING checkout (a checkout that moved on meanwhile,
 /// closed by its reservation's end, keeps its status but learns the provider's id, so the
 /// worker can cancel it there). Returns the checkout as it now is.
-pub async fn opened(db: &Database, id: Uuid, answer: &Opened, now: DateTime<Utc>) -> Result<Checkout> {
+pub async fn opened(
+    db: &Database,
+    id: Uuid,
+    answer: &Opened,
+    now: DateTime<Utc>,
+) -> Result<Checkout> {
     let tx = db.begin(Scope::system()).await?;
     let row = tx
         .query_opt(
@@ -273,7 +282,11 @@ pub async fn by_payment(
 }
 
 /// The checkouts of a registration its owner (or its organization) may see, newest first.
-pub async fn of_registration(db: &Database, scope: Scope, registration: Uuid) -> Result<Vec<Checkout>> {
+pub async fn of_registration(
+    db: &Database,
+    scope: Scope,
+    registration: Uuid,
+) -> Result<Vec<Checkout>> {
     let tx = db.begin(scope).await?;
     let rows = tx
         .query(

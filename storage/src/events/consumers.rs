@@ -147,8 +147,14 @@ impl Projection for PaymentFollowUps {
                         }
                     },
                 };
-                crate::events::refunds::record(tx, received.envelope.id.as_uuid(), tenant, request, at)
-                    .await?;
+                crate::events::refunds::record(
+                    tx,
+                    received.envelope.id.as_uuid(),
+                    tenant,
+                    request,
+                    at,
+                )
+                .await?;
             }
             DomainEvent::ReservationExpired(r) | DomainEvent::RegistrationCancelled(r) => {
                 crate::events::checkout::close_for(tx, r.registration_id, at).await?;

@@ -51,6 +51,8 @@ pub struct Refund {
     pub status: RefundStatus,
     /// How often it was sent.
     pub sends: i32,
+    /// One more for each retry by an operator (part of the provider's idempotency key).
+    pub generation: i32,
     /// The last failure, if any.
     pub last_error: Option<String>,
     /// When it was asked for.
@@ -61,7 +63,7 @@ pub struct Refund {
 
 const COLUMNS: &str = "f.id, f.tenant_id, f.registration_id, f.event_id, f.user_id, f.provider,
     c.provider_payment_id, c.provider_charge_id, f.provider_refund_id, f.amount_cents, f.currency, f.reason,
-    f.status, f.sends, f.last_error, f.created_at, f.updated_at";
+    f.status, f.sends, f.last_error, f.created_at, f.updated_at, f.generation";
 
 const FROM: &str =
     "event_service.refunds f LEFT JOIN event_service.checkouts c ON c.id = f.checkout_id";
@@ -85,6 +87,15 @@ fn from_row(row: &Row) -> Refund {
         last_error: row.get(14),
         created_at: row.get(15),
         updated_at: row.get(16),
+        generation: row.get(17),
+    }
+}
+
+impl Refund {
+    /// The key the provider deduplicates this refund by: every send of one generation is the
+    /// same refund; a retried failure is a new one (providers replay a failure to its key).
+    pub fn idempotency_key(&self) -> String {
+        format!("{}-{}", self.id, self.generation)
     }
 }
 
@@ -130,7 +141,7 @@ pub async fn record(
         "INSERT INTO event_service.refunds (id, tenant_id, registration_id, event_id, user_id, request_id,
             checkout_id, provider, amount_cents, currency, reason, status, last_error, next_attempt_at,
             created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $14)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULL, $14, $14)
          ON CONFLICT (request_id) DO NOTHING",
         &[
             &Uuid::now_v7(),
@@ -153,7 +164,7 @@ pub async fn record(
     Ok(())
 }
 
-/// Claims up to `limit` refunds due at `now` for sending: each becomes SENT, counts the send,
+/// Claims up to `limit` refunds due at `now` (or due at once: no time set) for sending: each becomes SENT, counts the send,
 /// and is not due again before `resend_after` (unless its answer is recorded first). Another
 /// process's worker skips the rows this one holds.
 pub async fn claim_due(db: &Database, now: DateTime<Utc>, limit: i64) -> Result<Vec<Refund>> {
@@ -161,7 +172,7 @@ pub async fn claim_due(db: &Database, now: DateTime<Utc>, limit: i64) -> Result<
     let rows = tx
         .query(
             "SELECT id, sends FROM event_service.refunds
-             WHERE status IN ('REQUESTED', 'SENT') AND next_attempt_at <= $1
+             WHERE status IN ('REQUESTED', 'SENT') AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
              ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED",
             &[&now, &limit],
         )
@@ -182,7 +193,9 @@ pub async fn claim_due(db: &Database, now: DateTime<Utc>, limit: i64) -> Result<
     }
     let refunds = tx
         .query(
-            &format!("SELECT {COLUMNS} FROM {FROM} WHERE f.id = ANY($1) ORDER BY f.next_attempt_at"),
+            &format!(
+                "SELECT {COLUMNS} FROM {FROM} WHERE f.id = ANY($1) ORDER BY f.next_attempt_at"
+            ),
             &[&claimed],
         )
         .await?;
@@ -205,7 +218,12 @@ pub enum Answer {
 
 /// Records the provider's answer to a SENT refund; a success is announced (`refund.succeeded`).
 /// An answer to a refund already settled changes nothing. Returns the refund as it now is.
-pub async fn answer(db: &Database, id: Uuid, answer: &Answer, now: DateTime<Utc>) -> Result<Refund> {
+pub async fn answer(
+    db: &Database,
+    id: Uuid,
+    answer: &Answer,
+    now: DateTime<Utc>,
+) -> Result<Refund> {
     let tx = db.begin(Scope::system()).await?;
     let current = tx
         .query_opt(
@@ -265,7 +283,10 @@ pub async fn answer(db: &Database, id: Uuid, answer: &Answer, now: DateTime<Utc>
         }
     }
     let after = tx
-        .query_one(&format!("SELECT {COLUMNS} FROM {FROM} WHERE f.id = $1"), &[&id])
+        .query_one(
+            &format!("SELECT {COLUMNS} FROM {FROM} WHERE f.id = $1"),
+            &[&id],
+        )
         .await?;
     tx.commit().await?;
     Ok(from_row(&after))
@@ -292,7 +313,11 @@ async fn announce(tx: &Tx, refund: &Refund, provider_refund_id: &str) -> Result<
             email,
             amount_cents: refund.amount_cents,
             currency: refund.currency.clone(),
-            provider: refund.provider.map(|p| p.as_str()).unwrap_or("").to_string(),
+            provider: refund
+                .provider
+                .map(|p| p.as_str())
+                .unwrap_or("")
+                .to_string(),
             provider_refund_id: provider_refund_id.to_string(),
             event: summary,
         }),
@@ -313,7 +338,12 @@ pub struct RefundFilter {
 }
 
 /// Refunds the scope may see, newest first, at most `limit`.
-pub async fn list(db: &Database, scope: Scope, filter: &RefundFilter, limit: i64) -> Result<Vec<Refund>> {
+pub async fn list(
+    db: &Database,
+    scope: Scope,
+    filter: &RefundFilter,
+    limit: i64,
+) -> Result<Vec<Refund>> {
     let tx = db.begin(scope).await?;
     let rows = tx
         .query(
@@ -355,13 +385,17 @@ pub async fn retry(db: &Database, scope: Scope, id: Uuid, now: DateTime<Utc>) ->
         return Err(Refusal::from(EventRefusal::NothingToRefund).into());
     }
     tx.execute(
-        "UPDATE event_service.refunds SET status = 'REQUESTED', sends = 0, next_attempt_at = $2, updated_at = $2
+        "UPDATE event_service.refunds SET status = 'REQUESTED', sends = 0, generation = generation + 1,
+            next_attempt_at = NULL, updated_at = $2
          WHERE id = $1",
         &[&id, &now],
     )
     .await?;
     let after = tx
-        .query_one(&format!("SELECT {COLUMNS} FROM {FROM} WHERE f.id = $1"), &[&id])
+        .query_one(
+            &format!("SELECT {COLUMNS} FROM {FROM} WHERE f.id = $1"),
+            &[&id],
+        )
         .await?;
     tx.commit().await?;
     Ok(from_row(&after))
@@ -385,8 +419,10 @@ pub async fn refund_registration(
     let current = lock(&tx, id).await?;
     let owed: i64 = tx
         .query_one(
-            "SELECT (SELECT COALESCE(sum(amount_cents), 0) FROM event_service.payments
-                      WHERE registration_id = $1 AND outcome IN ('CONFIRMED', 'SEAT_TAKEN'))::bigint
+            // A payment told without its amount paid the ticket's price (mark-paid's rule).
+            "SELECT (SELECT COALESCE(sum(COALESCE(p.amount_cents, r.price_cents)), 0)
+                      FROM event_service.payments p JOIN event_service.registrations r ON r.id = p.registration_id
+                      WHERE p.registration_id = $1 AND p.outcome IN ('CONFIRMED', 'SEAT_TAKEN'))::bigint
                   - (SELECT COALESCE(sum(amount_cents), 0) FROM event_service.refunds
                       WHERE registration_id = $1 AND status <> 'FAILED')::bigint",
             &[&id],
@@ -469,7 +505,9 @@ pub async fn by_provider_id(
     let tx = db.begin(Scope::system()).await?;
     let row = tx
         .query_opt(
-            &format!("SELECT {COLUMNS} FROM {FROM} WHERE f.provider = $1 AND f.provider_refund_id = $2"),
+            &format!(
+                "SELECT {COLUMNS} FROM {FROM} WHERE f.provider = $1 AND f.provider_refund_id = $2"
+            ),
             &[&provider.as_str(), &refund_id],
         )
         .await?;
