@@ -1743,6 +1743,9 @@ mod tests {
             ("STORAGE_ACCESS_KEY", ""),
             ("STORAGE_SECRET_KEY", " "),
             ("DATABASE_APP_PASSWORD", ""),
+            ("YOOKASSA_SECRET_KEY", ""),
+            ("STRIPE_SECRET_KEY", " "),
+            ("STRIPE_WEBHOOK_SECRET", ""),
         ];
         let c = Config::load(None, env).unwrap();
         for setting in SecretSetting::ALL {

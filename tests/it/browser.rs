@@ -2,7 +2,9 @@
 //! accessibility; `scripts/provision/browser.sh` installs them): a participant finds an event
 //! by search, opens it by its slug, signs in, registers with a double click (once), and sees
 //! the QR code on "my tickets"; door staff on a phone check a ticket in by its typed code, and
-//! the same code again is refused. Screenshots of each page go to target/browser-artifacts.
+//! the same code again is refused; a participant declines a payment at the test provider, pays
+//! at the second attempt and finds the QR code on the ticket's page. Screenshots of each page go
+//! to target/browser-artifacts.
 
 use crate::identity::{Ctx, PASSWORD};
 use serde_json::json;
@@ -485,4 +487,137 @@ async fn a_participant_registers_with_the_keyboard_alone() {
         "{}",
         mine.body
     );
+}
+
+/// A published event at `/e/{slug}` with one paid ticket type (1,500.00 RUB, 30 minutes to pay,
+/// the shape of the payment tests): (event id, slug).
+async fn paid_with_slug(
+    ctx: &Ctx,
+    owner: &crate::identity::Session,
+    title: &str,
+) -> (String, String) {
+    let slug = format!("paid-{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
+    let starts = (chrono::Utc::now() + chrono::Duration::days(10)).to_rfc3339();
+    let created = ctx
+        .post(
+            "/api/v1/events",
+            Some(&owner.access),
+            json!({"title": title, "slug": slug, "startsAt": starts, "description": "Arias by candlelight."}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let event = created.body["id"].as_str().unwrap().to_string();
+    crate::payments::another_type(ctx, owner, &event, crate::payments::paid("RUB", 5)).await;
+    let published = ctx
+        .post_empty(
+            &format!("/api/v1/events/{event}/publish"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(published.status, 200, "{}", published.body);
+    (event, slug)
+}
+
+#[tokio::test]
+async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
+    // The test provider's payment link is made of `http.public_url`: the gateway listens there,
+    // so the browser follows the link the checkout gives to the provider's page and back.
+    let gateway = format!("127.0.0.1:{}", crate::support::free_port());
+    let ctx = Ctx::with_config(|c| {
+        c.services.insert(
+            domain::config::Service::Gateway,
+            domain::config::ServiceAddr {
+                listen: gateway.clone(),
+                url: format!("http://{gateway}"),
+            },
+        );
+        c.http.public_url = format!("http://{gateway}");
+    })
+    .await;
+    assert_eq!(ctx.base, format!("http://{gateway}"));
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
+    let title = format!("Paid arias {suffix}");
+    let (_, slug) = paid_with_slug(&ctx, &owner, &title).await;
+    let participant = ctx.user().await;
+
+    let (result, artifacts) = run(
+        "payments",
+        &[
+            ("BASE", &ctx.base),
+            ("SLUG", &slug),
+            ("TITLE", &title),
+            ("EMAIL", &participant.email),
+            ("PASSWORD", PASSWORD),
+        ],
+    )
+    .await;
+    assert_eq!(result["errors"], json!([]), "no script error on any page");
+    assert_eq!(
+        result["violations"],
+        json!([]),
+        "no serious or critical axe violation"
+    );
+    for page in [
+        "event-reserved",
+        "tickets-reserved",
+        "ticket-declined",
+        "ticket-paid",
+    ] {
+        assert!(
+            artifacts.join(format!("{page}.png")).exists(),
+            "{page} screenshot"
+        );
+    }
+    for shown in [&result["eventCountdown"], &result["countdown"]] {
+        assert!(
+            shown.as_str().unwrap().starts_with("Seat held for "),
+            "{result}"
+        );
+    }
+    assert_eq!(result["declined"], true, "{result}");
+    assert_eq!(result["received"], true, "{result}");
+    assert_eq!(
+        result["payButtonsAfter"], 0,
+        "nothing left to pay: {result}"
+    );
+    assert_ne!(
+        result["firstPayment"], result["secondPayment"],
+        "a new payment after the decline: {result}"
+    );
+
+    // One registration, confirmed by the second payment; both returns were to its page, and
+    // the QR code holds its code.
+    let mine = ctx
+        .get("/api/v1/registrations", Some(&participant.access))
+        .await;
+    let data = mine.body["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "{}", mine.body);
+    assert_eq!(data[0]["status"], "CONFIRMED", "{}", mine.body);
+    let id = data[0]["id"].as_str().unwrap();
+    assert_eq!(
+        result["returnPath"],
+        format!("/me/tickets/{id}"),
+        "{result}"
+    );
+    assert_eq!(
+        result["paidReturnPath"],
+        format!("/me/tickets/{id}"),
+        "{result}"
+    );
+    let code = data[0]["confirmationCode"].as_str().unwrap();
+    assert!(
+        result["qrLabel"].as_str().unwrap().contains(code),
+        "{result}"
+    );
+    let latest = ctx
+        .get(
+            &format!("/api/v1/registrations/{id}/checkout"),
+            Some(&participant.access),
+        )
+        .await;
+    assert_eq!(latest.status, 200, "{}", latest.body);
+    assert_eq!(latest.body["status"], "PAID", "{}", latest.body);
+    assert_eq!(latest.body["attempt"], 2, "{}", latest.body);
 }

@@ -349,7 +349,7 @@ fn dlq_of_an_unknown_consumer_lists_the_consumers() {
             let stderr = text(&out.stderr);
             assert!(
                 stderr.contains(
-                    "no consumer is named `nosuch`; the consumers are: identity-mail, events, media, analytics, notifications"
+                    "no consumer is named `nosuch`; the consumers are: identity-mail, events, payments, media, analytics, notifications"
                 ),
                 "{broker} {action}: {stderr}"
             );

@@ -32,6 +32,7 @@ async fn a_node_declares_the_jobs_of_exactly_its_services() {
         vec![
             "identity.expired_tokens",
             "identity.idempotency_keys",
+            "events.payments",
             "events.complete_ended",
             "events.reminders",
             "events.seat_requests",

@@ -206,5 +206,5 @@ async fn migrations_are_idempotent() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(applied, 10);
+    assert_eq!(applied, 11);
 }

@@ -19,6 +19,7 @@ const ROUTES = [
   { path: /^\/forgot-password$/, load: page('forgot-password') },
   { path: /^\/reset-password$/, load: page('reset-password') },
   { path: /^\/me\/tickets$/, load: page('tickets'), signedIn: true },
+  { path: /^\/me\/tickets\/([^/]+)$/, keys: ['id'], load: page('ticket'), signedIn: true },
   { path: /^\/me\/notifications$/, load: page('notifications'), signedIn: true },
   { path: /^\/docs$/, load: page('docs') },
   // Organizers, administrators, the door: their own router, texts and modules.

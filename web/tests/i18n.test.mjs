@@ -88,6 +88,15 @@ test('keys the organizer and door pages build at run time have texts', () => {
   for (const key of keys) assert.ok(key in allRu && key in allEn, key);
 });
 
+test('keys the payment and refund texts build at run time have texts', () => {
+  const keys = [
+    ...['sent', 'done', 'failed'].map((k) => `refund.${k}`),
+    // Told on the ticket page when a payment it waited for ends otherwise.
+    ...['CANCELLED', 'EXPIRED', 'CHECKED_IN'].map((s) => `status.${s}`),
+  ];
+  for (const key of keys) assert.ok(key in allRu && key in allEn, key);
+});
+
 test('placeholders match between the languages', () => {
   const names = (s) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort().join();
   for (const key of Object.keys(allEn)) assert.equal(names(allEn[key]), names(allRu[key]), key);

@@ -156,7 +156,8 @@ pub async fn latest(
         .ok_or_else(ApiError::not_found)
 }
 
-/// The refunds of a registration (its owner or the event's organizers), newest first.
+/// The refunds of a registration (its owner or the event's organizers; anyone else's is 404),
+/// newest first.
 #[utoipa::path(get, path = "/api/v1/registrations/{id}/refunds", tag = "registrations",
     responses((status = 200, body = Vec<RefundDto>), (status = 401, body = crate::error::ErrorBody)))]
 pub async fn of_registration(
@@ -164,15 +165,18 @@ pub async fn of_registration(
     caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<Json<Vec<RefundDto>>, ApiError> {
+    let scope = reader(&caller)?;
+    // Someone else's registration is not found, rather than found without refunds.
+    storage::events::registrations::get(&state.db, scope, id).await?;
     let filter = RefundFilter {
         registration: Some(id),
         ..RefundFilter::default()
     };
-    let found = refunds::list(&state.db, reader(&caller)?, &filter, 100).await?;
+    let found = refunds::list(&state.db, scope, &filter, 100).await?;
     Ok(Json(found.into_iter().map(Into::into).collect()))
 }
 
-/// The refunds of an event (organizers), newest first: what was asked, sent, returned or
+/// The refunds of an event (organizers of its organization; another's event is 404), newest first: what was asked, sent, returned or
 /// failed, with the provider's ids.
 #[utoipa::path(get, path = "/api/v1/events/{id}/refunds", tag = "registrations",
     responses((status = 200, body = Vec<RefundDto>), (status = 403, body = crate::error::ErrorBody)))]
@@ -182,11 +186,7 @@ pub async fn of_event(
     Path(id): Path<Uuid>,
 ) -> Result<Json<Vec<RefundDto>>, ApiError> {
     let (tenant, user) = organizer(&caller)?;
-    let filter = RefundFilter {
-        event: Some(id),
-        ..RefundFilter::default()
-    };
-    let found = refunds::list(&state.db, Scope::tenant(tenant, Some(user)), &filter, 1000).await?;
+    let found = refunds::of_event(&state.db, tenant, user, id, 1000).await?;
     Ok(Json(found.into_iter().map(Into::into).collect()))
 }
 

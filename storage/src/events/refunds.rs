@@ -365,6 +365,35 @@ pub async fn list(
     Ok(rows.iter().map(from_row).collect())
 }
 
+/// The refunds of `tenant`'s event `event` (at most `limit`, newest first); an event of
+/// another organization is not found, even a public one.
+pub async fn of_event(
+    db: &Database,
+    tenant: TenantId,
+    user: UserId,
+    event: Uuid,
+    limit: i64,
+) -> Result<Vec<Refund>> {
+    let scope = Scope::tenant(tenant, Some(user));
+    let tx = db.begin(scope).await?;
+    let ours = tx
+        .query_opt(
+            "SELECT 1 FROM event_service.events WHERE id = $1 AND tenant_id = $2",
+            &[&event, &tenant.as_uuid()],
+        )
+        .await?
+        .is_some();
+    tx.commit().await?;
+    if !ours {
+        return Err(Refusal::not_found().into());
+    }
+    let filter = RefundFilter {
+        event: Some(event),
+        ..RefundFilter::default()
+    };
+    list(db, scope, &filter, limit).await
+}
+
 /// Sends a failed refund again (an operator's `bilet refunds retry`, or an organizer's): it is
 /// requested anew, with its own key, so the provider still makes it at most once.
 pub async fn retry(db: &Database, scope: Scope, id: Uuid, now: DateTime<Utc>) -> Result<Refund> {

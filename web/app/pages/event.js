@@ -5,6 +5,7 @@
 //   GET|POST|DELETE /api/v1/events/{id}/waitlist  the caller's entries; when a type is sold out
 //   GET  /api/v1/media/{coverImageId}/url         the cover (public for attached files)
 //   POST /api/v1/analytics/track                  page.view and registration.started
+//   POST /api/v1/registrations/{id}/checkout      Pay, for a reservation to pay (pay.js)
 import { api, isRetryable, postIdempotent } from '../api.js';
 import { announce, badge, h, hidden, setTitle } from '../dom.js';
 import { dateTime, price, when } from '../format.js';
@@ -144,12 +145,22 @@ export default async function eventPage({ root, params, query, signal }) {
 
   function showMine() {
     if (!myReg) { mine.replaceChildren(); return; }
-    const type = cards.get(myReg.ticketTypeId)?.type;
-    mine.replaceChildren(h('div', { class: 'notice' },
-      h('p', {}, t('event.youAreRegistered'), ' ', badge(myReg.status)),
+    const reg = myReg;
+    const type = cards.get(reg.ticketTypeId)?.type;
+    const notice = h('div', { class: 'notice' },
+      h('p', {}, t('event.youAreRegistered'), ' ', badge(reg.status)),
       type && h('p', {}, type.name),
-      myReg.confirmationCode && h('p', {}, t('ticket.code'), ' ', h('code', {}, myReg.confirmationCode)),
-      h('p', {}, h('a', { href: '/me/tickets' }, t('event.toTickets')))));
+      reg.confirmationCode && h('p', {}, t('ticket.code'), ' ', h('code', {}, reg.confirmationCode)),
+      h('p', {}, h('a', { href: '/me/tickets' }, t('event.toTickets'))));
+    mine.replaceChildren(notice);
+    // A reservation to pay: the Pay button and the time left. pay.js and its texts are
+    // loaded only then, which keeps them off every other visit of this page.
+    if (reg.priceCents > 0 && ['RESERVED', 'PENDING'].includes(reg.status)) {
+      import('../pay.js').then(async (pay) => {
+        await pay.ready();
+        notice.lastChild.before(pay.payBlock(reg)); // above the link to my tickets
+      }).catch(() => {});
+    }
   }
 
   async function loadMine() {

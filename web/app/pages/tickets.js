@@ -1,32 +1,21 @@
 // "/me/tickets": my registrations with status, confirmation code and the QR code of that
-// code (what the door scans), and cancellation.
+// code (what the door scans), paying a reservation, the refund of a paid ticket that ended,
+// and cancellation. Each ticket links to its own page (/me/tickets/{id}).
 //   GET    /api/v1/registrations?page&size&sort
 //   GET    /api/v1/events/{id}, /events/{id}/ticket-types   titles, dates, type names
+//   POST   /api/v1/registrations/{id}/checkout              Pay (pay.js)
+//   GET    /api/v1/registrations/{id}/refunds               cancelled or lapsed paid tickets
 //   DELETE /api/v1/registrations/{id}
 import { api } from '../api.js';
-import { announce, badge, fill, h, setTitle, spinner } from '../dom.js';
-import { dateTime, price, when } from '../format.js';
-import { has, t } from '../i18n.js';
+import { announce, fill, h, hidden, setTitle, spinner } from '../dom.js';
 import { navigate } from '../nav.js';
-import { drawQr, encodeQr } from '../qr.js';
+import { awaitsPayment, payBlock, ready } from '../pay.js';
+import { mayHaveRefunds, refundNote } from '../refunds.js';
 import { myRegistrations } from '../registrations.js';
+import { t } from '../staff/texts.js';
+import { eventOf, ticketDetails } from '../ticket-card.js';
 
 const CANCELLABLE = ['RESERVED', 'PENDING', 'CONFIRMED'];
-
-function qrCanvas(code) {
-  const canvas = h('canvas', { class: 'qr', role: 'img', 'aria-label': t('ticket.qr', { code }) });
-  drawQr(canvas, encodeQr(code), 8);
-  return canvas;
-}
-
-function statusNote(reg, timeZone) {
-  if (reg.status === 'RESERVED' && reg.expiresAt) return t('ticket.reservedUntil', { until: dateTime(reg.expiresAt, timeZone) });
-  if (reg.status === 'PENDING') return t('ticket.pending');
-  if (reg.status === 'CHECKED_IN') return t('ticket.checkedIn');
-  const reason = reg.cancellationReason;
-  if (reg.status === 'CANCELLED' && reason) return t('ticket.cancelledWhy', { reason: has(`reason.${reason}`) ? t(`reason.${reason}`) : reason });
-  return null;
-}
 
 async function cancel(reg, title) {
   if (!window.confirm(t('ticket.confirmCancel', { title }))) return;
@@ -39,37 +28,23 @@ async function cancel(reg, title) {
   }
 }
 
-function ticket(reg, event, typeName) {
+function ticket(reg, event, typeName, signal) {
   const title = event?.title || t('ticket.unknownEvent');
   const id = `reg-${reg.id}`;
-  const note = statusNote(reg, event?.timezone);
   return h('li', { class: 'card ticket' }, h('article', { 'aria-labelledby': id },
     h('h2', { id }, event ? h('a', { href: `/e/${encodeURIComponent(event.slug)}` }, title) : title),
-    event && h('p', { class: 'meta' }, h('time', { datetime: event.startsAt }, when(event.startsAt, event.endsAt, event.timezone))),
-    h('dl', {},
-      typeName && [h('dt', {}, t('ticket.type')), h('dd', {}, typeName)],
-      h('dt', {}, t('ticket.status')), h('dd', {}, badge(reg.status)),
-      h('dt', {}, t('ticket.price')), h('dd', {}, price(reg.priceCents, reg.currency)),
-      reg.confirmationCode && [h('dt', {}, t('ticket.code')), h('dd', {}, h('code', { class: 'code' }, reg.confirmationCode))]),
-    note && h('p', { class: 'hint' }, note),
-    reg.status === 'CONFIRMED' && reg.confirmationCode && qrCanvas(reg.confirmationCode),
+    ticketDetails(reg, event, typeName),
+    awaitsPayment(reg) && payBlock(reg, title),
+    mayHaveRefunds(reg) && refundNote(reg, signal),
+    h('p', {}, h('a', { href: `/me/tickets/${reg.id}` }, t('ticket.open'), hidden(`: ${title}`))),
     CANCELLABLE.includes(reg.status) && h('button', { type: 'button', class: 'danger', onclick: () => cancel(reg, title) },
-      t('ticket.cancel'), h('span', { class: 'visually-hidden' }, `: ${title}`))));
+      t('ticket.cancel'), hidden(`: ${title}`))));
 }
 
-// Each event is read once however many tickets it has; one that cannot be read leaves
-// its tickets without a title rather than the page without tickets.
+// Each event is read once however many tickets it has.
 async function eventsOf(regs, signal) {
   const ids = [...new Set(regs.map((r) => r.eventId))];
-  const found = await Promise.all(ids.map(async (id) => {
-    const [event, types] = await Promise.allSettled([
-      api.get(`/events/${id}`, { signal }),
-      api.get(`/events/${id}/ticket-types?size=100`, { signal }),
-    ]);
-    const names = new Map((types.value?.data || []).map((x) => [x.id, x.name]));
-    return [id, { event: event.value, names }];
-  }));
-  return new Map(found);
+  return new Map(await Promise.all(ids.map(async (id) => [id, await eventOf(id, signal)])));
 }
 
 export default async function tickets({ root, query, signal }) {
@@ -78,7 +53,7 @@ export default async function tickets({ root, query, signal }) {
   const body = h('div', {}, spinner());
   root.replaceChildren(h('h1', {}, t('tickets.title')), body);
 
-  const page = await myRegistrations({ page: pageNo - 1, signal });
+  const [page] = await Promise.all([myRegistrations({ page: pageNo - 1, signal }), ready()]);
   const events = await eventsOf(page.data, signal);
   const at = (p) => `/me/tickets${p > 1 ? `?page=${p}` : ''}`;
   fill(body,
@@ -86,7 +61,7 @@ export default async function tickets({ root, query, signal }) {
     page.data.length
       ? h('ul', { class: 'cards tickets' }, page.data.map((r) => {
         const e = events.get(r.eventId);
-        return ticket(r, e?.event, e?.names.get(r.ticketTypeId));
+        return ticket(r, e?.event, e?.names.get(r.ticketTypeId), signal);
       }))
       : h('p', {}, t('tickets.empty'), ' ', h('a', { href: '/' }, t('error.toCatalogue'))),
     page.totalPages > 1 && h('nav', { class: 'pager', 'aria-label': t('paging.label') },

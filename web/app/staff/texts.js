@@ -1,7 +1,7 @@
-// Texts of the organizer, administrator and door pages (and of /docs). They live in their own
-// dictionaries (lang/org.ru.js, lang/door.en.js, lang/docs.ru.js, …), loaded with those pages
-// only, so a participant's page never downloads them. Keys missing here are the shared ones of
-// i18n.js.
+// Texts of the organizer, administrator and door pages (and of /docs, and of paying for a
+// ticket: pay.js). They live in their own dictionaries (lang/org.ru.js, lang/door.en.js,
+// lang/docs.ru.js, lang/pay.ru.js, …), loaded with those pages only, so a page that does not
+// use them never downloads them. Keys missing here are the shared ones of i18n.js.
 import { has as hasShared, lang, t as shared } from '../i18n.js';
 
 const TEXTS = { ru: {}, en: {} };

@@ -1,0 +1,19 @@
+// Texts of paying for a ticket, of refunds and of a ticket's own page, loaded with them only
+// (pay.js, staff/texts.js): the event page fetches them only for a reservation to pay, so
+// every other visitor is spared them. The shared ones are in en.js. The same keys as pay.ru.js.
+export default {
+  'pay.button': 'Pay',
+  'pay.heldFor': 'Seat held for {time}',
+  'pay.timeUp': 'The time to pay is over.',
+  'pay.opening': 'Opening the payment page…',
+  'pay.unavailable': 'The payment provider does not answer. Please try again in a moment.',
+  'pay.waiting': 'Waiting for the payment confirmation…',
+  'pay.slow': 'The confirmation has not come yet. If you paid, it will: reload this page in a minute.',
+  'pay.declined': 'The payment was declined. You can try again.',
+  'pay.received': 'Payment received. Here is your ticket.',
+  'refund.sent': 'Refund of {amount}: on its way.',
+  'refund.done': 'Refund of {amount}: succeeded.',
+  'refund.failed': 'Refund of {amount}: failed — contact the organizer.',
+  'reason.REFUNDED_BY_ORGANIZER': 'the organizer refunded the ticket',
+  'ticket.open': 'Open the ticket',
+};
