@@ -117,6 +117,7 @@ impl Bot {
             }
         };
         let reply = NewMessage {
+            button: None,
             tenant_id: None,
             user_id: user,
             chat_id: Some(chat),

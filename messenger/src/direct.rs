@@ -79,6 +79,7 @@ pub async fn send(
         None
     };
     let message = NewMessage {
+        button: None,
         tenant_id: request.tenant,
         user_id: Some(request.user),
         chat_id: to.chat_id,

@@ -244,7 +244,14 @@ fn spawn_send(myself: ActorRef<SendMsg>, state: &SenderState, message: Outgoing)
             },
             None => None,
         };
-        let result = telegram.send(message.chat_id, &message.text, photo).await;
+        let result = telegram
+            .send(
+                message.chat_id,
+                &message.text,
+                photo,
+                message.button.as_ref(),
+            )
+            .await;
         let now = Utc::now();
         let (attempted, retry_after) = match result {
             Ok(()) => (Attempted::Sent, None),

@@ -5,9 +5,12 @@
 use domain::config::MessengerConfig;
 use domain::notifications::delivery::Failure;
 use std::time::Duration;
+use storage::notifications::queue::Button;
 use teloxide_core::payloads::{GetUpdatesSetters, SendMessageSetters, SendPhotoSetters};
 use teloxide_core::requests::Requester;
-use teloxide_core::types::{AllowedUpdate, ChatId, InputFile, ParseMode, Update};
+use teloxide_core::types::{
+    AllowedUpdate, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, ParseMode, Update,
+};
 use teloxide_core::{ApiError, Bot, RequestError};
 
 /// Why the messenger could not be set up.
@@ -53,23 +56,46 @@ impl Telegram {
         matches!(self, Telegram::Bot(_))
     }
 
-    /// Sends `text` (MarkdownV2) to `chat`; with `photo`, as the caption of that PNG.
-    pub async fn send(&self, chat: i64, text: &str, photo: Option<Vec<u8>>) -> Result<(), Failure> {
+    /// Sends `text` (MarkdownV2) to `chat`; with `photo`, as the caption of that PNG; with
+    /// `button`, a link button under it.
+    pub async fn send(
+        &self,
+        chat: i64,
+        text: &str,
+        photo: Option<Vec<u8>>,
+        button: Option<&Button>,
+    ) -> Result<(), Failure> {
         let Telegram::Bot(bot) = self else {
             return Err(Failure::Permanent("bot_disabled".into()));
         };
-        let sent = match photo {
-            Some(png) => bot
-                .send_photo(ChatId(chat), InputFile::memory(png).file_name("ticket.png"))
-                .caption(text)
-                .parse_mode(ParseMode::MarkdownV2)
-                .await
-                .map(drop),
-            None => bot
-                .send_message(ChatId(chat), text)
-                .parse_mode(ParseMode::MarkdownV2)
-                .await
-                .map(drop),
+        let keyboard = match button {
+            Some(b) => Some(InlineKeyboardMarkup::new([[InlineKeyboardButton::url(
+                b.text.clone(),
+                reqwest::Url::parse(&b.url)
+                    .map_err(|_| Failure::Permanent("button_url_invalid".into()))?,
+            )]])),
+            None => None,
+        };
+        let sent = match (photo, keyboard) {
+            (Some(png), keyboard) => {
+                let mut request = bot
+                    .send_photo(ChatId(chat), InputFile::memory(png).file_name("ticket.png"))
+                    .caption(text)
+                    .parse_mode(ParseMode::MarkdownV2);
+                if let Some(k) = keyboard {
+                    request = request.reply_markup(k);
+                }
+                request.await.map(drop)
+            }
+            (None, keyboard) => {
+                let mut request = bot
+                    .send_message(ChatId(chat), text)
+                    .parse_mode(ParseMode::MarkdownV2);
+                if let Some(k) = keyboard {
+                    request = request.reply_markup(k);
+                }
+                request.await.map(drop)
+            }
         };
         sent.map_err(|e| classify(&e))
     }

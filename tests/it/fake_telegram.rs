@@ -26,6 +26,8 @@ pub struct Call {
     pub parse_mode: String,
     /// The photo's bytes, for sendPhoto.
     pub photo: Option<Vec<u8>>,
+    /// The link buttons under it: (text, url), checked as Telegram checks them (https).
+    pub buttons: Vec<(String, String)>,
     /// When it arrived.
     pub at: Instant,
     /// What the fake answered (200, 400, 429, 500).
@@ -174,6 +176,7 @@ async fn get_updates(inner: &Inner, request: Request) -> Response {
         text: String::new(),
         parse_mode: String::new(),
         photo: None,
+        buttons: Vec::new(),
         at: Instant::now(),
         status: 200,
     });
@@ -207,7 +210,7 @@ async fn send(inner: &Inner, method: &str, request: Request) -> Response {
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("multipart/"));
-    let (chat_id, text, parse_mode, photo) = if is_multipart {
+    let (chat_id, text, parse_mode, photo, markup) = if is_multipart {
         let mut form = Multipart::from_request(request, &()).await.unwrap();
         let mut fields = std::collections::HashMap::new();
         while let Ok(Some(field)) = form.next_field().await {
@@ -226,11 +229,16 @@ async fn send(inner: &Inner, method: &str, request: Request) -> Response {
             Some(part) => fields.get(part).cloned(),
             None => fields.get("photo").cloned(),
         };
+        let markup = fields
+            .get("reply_markup")
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or(Value::Null);
         (
             value("chat_id").parse().unwrap_or(0),
             value("caption"),
             value("parse_mode"),
             photo,
+            markup,
         )
     } else {
         let bytes = axum::body::to_bytes(request.into_body(), 1 << 20)
@@ -242,8 +250,25 @@ async fn send(inner: &Inner, method: &str, request: Request) -> Response {
             body["text"].as_str().unwrap_or_default().to_string(),
             body["parse_mode"].as_str().unwrap_or_default().to_string(),
             None,
+            body["reply_markup"].clone(),
         )
     };
+    let buttons: Vec<(String, String)> = markup["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .map(|b| {
+            (
+                b["text"].as_str().unwrap_or_default().to_string(),
+                b["url"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    // Telegram refuses a button that does not lead to a public https address.
+    let bad_button = buttons
+        .iter()
+        .any(|(text, url)| text.is_empty() || !url.starts_with("https://"));
     let trouble = inner.trouble.lock().unwrap().pop_front();
     let (status, response) = match trouble {
         Some(Trouble::TooMany(secs)) => (
@@ -254,6 +279,10 @@ async fn send(inner: &Inner, method: &str, request: Request) -> Response {
         Some(Trouble::ServerError) => (
             500,
             json!({"ok": false, "error_code": 500, "description": "Internal Server Error"}),
+        ),
+        None if bad_button => (
+            400,
+            json!({"ok": false, "error_code": 400, "description": "Bad Request: BUTTON_URL_INVALID"}),
         ),
         None => match markdown_v2_error(&text) {
             Some(why) if parse_mode == "MarkdownV2" => (
@@ -276,6 +305,7 @@ async fn send(inner: &Inner, method: &str, request: Request) -> Response {
         text,
         parse_mode,
         photo,
+        buttons,
         at: Instant::now(),
         status,
     });

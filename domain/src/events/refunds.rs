@@ -79,6 +79,9 @@ pub fn refund_due(was: RegistrationStatus, paid: i64, price_cents: i64) -> Optio
     (was.seat() == Seat::Sold && price_cents > 0).then_some(price_cents)
 }
 
+/// Why a late payment is returned when no seat was left for it.
+pub const NO_SEAT: &str = "NO_SEAT";
+
 /// Why a payment that bought nothing is returned, as its `refund.requested` says: it did not
 /// cover the ticket, the event was cancelled before it came (the cancellation's own refunds
 /// say `EVENT_CANCELLED`), the registration (`status`) was already paid, or no seat was left.
@@ -94,7 +97,7 @@ pub fn refund_reason(
     } else if status.is_active() {
         "ALREADY_PAID"
     } else {
-        "NO_SEAT"
+        NO_SEAT
     }
 }
 

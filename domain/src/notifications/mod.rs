@@ -54,6 +54,10 @@ pub enum Kind {
     /// A payment bought nothing (it came after the seat was gone) and is being returned.
     #[serde(rename = "payment.refund")]
     PaymentRefund,
+    /// The provider returned the money (a cancelled event, an organizer's refund, a late
+    /// payment).
+    #[serde(rename = "refund.succeeded")]
+    RefundSucceeded,
 }
 
 /// What a user may switch off; everything else is a service notice and always sent.
@@ -74,7 +78,7 @@ pub enum OptOut {
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::UserWelcome,
         Kind::RegistrationConfirmed,
         Kind::RegistrationReserved,
@@ -87,6 +91,7 @@ impl Kind {
         Kind::WaitlistAvailable,
         Kind::PaymentReceipt,
         Kind::PaymentRefund,
+        Kind::RefundSucceeded,
     ];
 
     /// The kind a template name stands for.
@@ -109,6 +114,7 @@ impl Kind {
             Kind::WaitlistAvailable => "waitlist.available",
             Kind::PaymentReceipt => "payment.receipt",
             Kind::PaymentRefund => "payment.refund",
+            Kind::RefundSucceeded => "refund.succeeded",
         }
     }
 
@@ -126,7 +132,8 @@ impl Kind {
             | Kind::RegistrationCancelled
             | Kind::ReservationExpired
             | Kind::EventCancelled
-            | Kind::PaymentRefund => None,
+            | Kind::PaymentRefund
+            | Kind::RefundSucceeded => None,
         }
     }
 }

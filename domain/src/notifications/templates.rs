@@ -94,6 +94,12 @@ pub fn text(kind: Kind, lang: Lang) -> &'static str {
         (Kind::PaymentRefund, Lang::En) => {
             "{{firstName}}, your payment of {{amount}} for *{{eventTitle}}* arrived when no seat was left\\. It will be returned\\."
         }
+        (Kind::RefundSucceeded, Lang::Ru) => {
+            "{{firstName}}, {{amount}} за *{{eventTitle}}* возвращены вам\\."
+        }
+        (Kind::RefundSucceeded, Lang::En) => {
+            "{{firstName}}, {{amount}} for *{{eventTitle}}* has been returned to you\\."
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use domain::contract::identity::UserChanged;
 use domain::contract::{self, DomainEvent};
 use domain::envelope::Envelope;
 use domain::events::payments::PaymentOutcome;
+use domain::events::refunds::NO_SEAT;
 use domain::events::registrations::{EVENT_CANCELLED, RegistrationStatus};
 use domain::i18n::Lang;
 use domain::ids::TenantId;
@@ -32,7 +33,7 @@ use storage::broker::HandlerError;
 use storage::inbox::{Projection, Received};
 use storage::mail::{Mail, Mailer};
 use storage::notifications::projection::{self, EventInfo, Participant, Recipient, UserInfo};
-use storage::notifications::queue::{self, NewMessage};
+use storage::notifications::queue::{self, Button, NewMessage};
 use storage::{Schema, Tx};
 use uuid::Uuid;
 
@@ -104,6 +105,7 @@ impl Projection for Notifier {
         contract::Kind::EventReminder,
         contract::Kind::PaymentCompleted,
         contract::Kind::RefundRequested,
+        contract::Kind::RefundSucceeded,
         contract::Kind::WaitlistAvailable,
     ];
     /// The messages queued, and whether any is waiting to be sent.
@@ -164,8 +166,9 @@ impl Projection for Notifier {
                     Planned::default()
                 }
             }
-            // A refund of a cancelled event's ticket is left to the one event.cancelled notice.
-            DomainEvent::RefundRequested(r) if r.reason != EVENT_CANCELLED => self
+            // A payment that came when no seat was left is told it goes back; other refunds
+            // (a cancelled event, an organizer's) are told when the money is back.
+            DomainEvent::RefundRequested(r) if r.reason == NO_SEAT => self
                 .about_money(
                     tx,
                     envelope,
@@ -173,6 +176,17 @@ impl Projection for Notifier {
                     Some(r.amount_cents),
                     Some(r.currency.clone()),
                     Kind::PaymentRefund,
+                )
+                .await?
+                .into(),
+            DomainEvent::RefundSucceeded(r) => self
+                .about_money(
+                    tx,
+                    envelope,
+                    r.registration_id,
+                    Some(r.amount_cents),
+                    Some(r.currency.clone()),
+                    Kind::RefundSucceeded,
                 )
                 .await?
                 .into(),
@@ -234,6 +248,7 @@ impl Notifier {
             source_event: Some(event.id),
             text: templates::render(kind, to.preferences.language, values),
             ticket_code: ticket,
+            button: None,
             skip,
         }
     }
@@ -314,7 +329,27 @@ impl Notifier {
             let at = times::date(until, facts.zone, to.preferences.language);
             values.insert("expiresAt".into(), at);
         }
-        self.message(kind, to, &values, event, event.tenant_id, None)
+        let mut message = self.message(kind, to, &values, event, event.tenant_id, None);
+        message.button = self.pay_button(to, registration.registration_id);
+        message
+    }
+
+    /// "Pay" under a seat held for payment: the ticket's page on the web front, where the Pay
+    /// button opens the provider's. Telegram takes only public https addresses for buttons, so
+    /// an installation without one (development on localhost) sends the text alone.
+    fn pay_button(&self, to: &Recipient, registration: Uuid) -> Option<Button> {
+        let base = self.public_url.trim_end_matches('/');
+        if !base.starts_with("https://") {
+            return None;
+        }
+        let text = match to.preferences.language {
+            domain::Lang::Ru => "Оплатить",
+            domain::Lang::En => "Pay",
+        };
+        Some(Button {
+            text: text.into(),
+            url: format!("{base}/me/tickets/{registration}"),
+        })
     }
 
     /// The ticket message of `participant` to `to` (who carries its code).

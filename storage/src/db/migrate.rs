@@ -482,6 +482,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V6__idempotency_holder",
                 include_str!("../../../migrations/notification_service/V6__idempotency_holder.sql"),
             ),
+            (
+                "V7__message_buttons",
+                include_str!("../../../migrations/notification_service/V7__message_buttons.sql"),
+            ),
         ],
     };
     let mut all = vec![Migration::unapplied(

@@ -27,8 +27,19 @@ pub struct NewMessage {
     pub text: String,
     /// A check-in code to send as a QR image with the text as its caption.
     pub ticket_code: Option<String>,
+    /// A link button under the text.
+    pub button: Option<Button>,
     /// Why it is not sent at all, when it is not.
     pub skip: Option<SkipReason>,
+}
+
+/// A link button under a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Button {
+    /// What it says.
+    pub text: String,
+    /// Where it leads (https).
+    pub url: String,
 }
 
 /// A claimed message, to be sent now.
@@ -48,6 +59,8 @@ pub struct Outgoing {
     pub text: String,
     /// QR image content, when it carries a ticket.
     pub ticket_code: Option<String>,
+    /// A link button under the text.
+    pub button: Option<Button>,
     /// Tries so far that counted.
     pub attempts: i32,
 }
@@ -94,6 +107,8 @@ pub async fn enqueue(tx: &Tx, messages: &[NewMessage], now: DateTime<Utc>) -> Re
     let mut sources = Vec::with_capacity(n);
     let mut texts = Vec::with_capacity(n);
     let mut codes = Vec::with_capacity(n);
+    let mut button_texts = Vec::with_capacity(n);
+    let mut button_urls = Vec::with_capacity(n);
     let mut statuses = Vec::with_capacity(n);
     let mut reasons = Vec::with_capacity(n);
     for m in messages {
@@ -105,6 +120,8 @@ pub async fn enqueue(tx: &Tx, messages: &[NewMessage], now: DateTime<Utc>) -> Re
         sources.push(m.source_event.map(|e| e.as_uuid()));
         texts.push(m.text.as_str());
         codes.push(m.ticket_code.as_deref());
+        button_texts.push(m.button.as_ref().map(|b| b.text.as_str()));
+        button_urls.push(m.button.as_ref().map(|b| b.url.as_str()));
         let status = match m.skip {
             Some(_) => MessageStatus::Skipped,
             None => MessageStatus::Queued,
@@ -116,17 +133,18 @@ pub async fn enqueue(tx: &Tx, messages: &[NewMessage], now: DateTime<Utc>) -> Re
         .query(
             "INSERT INTO notification_service.messages
                 (id, tenant_id, user_id, chat_id, kind, source_event_id, text, ticket_code, status, reason,
-                 next_attempt_at, created_at, finished_at)
+                 next_attempt_at, created_at, finished_at, button_text, button_url)
              SELECT m.id, m.tenant_id, m.user_id, m.chat_id, m.kind, m.source, m.text, m.code, m.status, m.reason,
-                    $11::timestamptz, $11::timestamptz, CASE WHEN m.status = 'SKIPPED' THEN $11::timestamptz END
+                    $11::timestamptz, $11::timestamptz, CASE WHEN m.status = 'SKIPPED' THEN $11::timestamptz END,
+                    m.button_text, m.button_url
              FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::text[], $6::uuid[], $7::text[],
-                         $8::text[], $9::text[], $10::text[])
-                  AS m(id, tenant_id, user_id, chat_id, kind, source, text, code, status, reason)
+                         $8::text[], $9::text[], $10::text[], $12::text[], $13::text[])
+                  AS m(id, tenant_id, user_id, chat_id, kind, source, text, code, status, reason, button_text, button_url)
              ON CONFLICT (source_event_id, user_id, kind) WHERE source_event_id IS NOT NULL DO NOTHING
              RETURNING id, status",
             &[
                 &ids, &tenants, &users, &chats, &kinds, &sources, &texts, &codes, &statuses,
-                &reasons, &now,
+                &reasons, &now, &button_texts, &button_urls,
             ],
         )
         .await?;
@@ -229,7 +247,7 @@ pub async fn claim_due(
                    ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) due
              WHERE m.id = due.id
              RETURNING m.id, m.tenant_id, m.user_id, m.chat_id, m.kind, m.text, m.ticket_code, m.attempts,
-                       m.next_attempt_at",
+                       m.next_attempt_at, m.button_text, m.button_url",
             &[&now, &(now + lease), &limit],
         )
         .await?;
@@ -250,6 +268,13 @@ pub async fn claim_due(
                         kind: r.get(4),
                         text: r.get(5),
                         ticket_code: r.get(6),
+                        button: match (
+                            r.get::<_, Option<String>>(9),
+                            r.get::<_, Option<String>>(10),
+                        ) {
+                            (Some(text), Some(url)) => Some(Button { text, url }),
+                            _ => None,
+                        },
                         attempts: r.get(7),
                     },
                 )

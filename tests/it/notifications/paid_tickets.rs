@@ -1,6 +1,6 @@
 //! A registration awaiting payment is told its seat is held (until when, on the event's
 //! clock), without the door code or the QR ticket; the payment sends the receipt and the
-//! ticket, once.
+//! ticket, once; a refund is told when the money is back.
 
 use super::{event_in, linked, prefer, register, with_bot};
 use chrono::{DateTime, Duration, Utc};
@@ -10,7 +10,11 @@ use serde_json::json;
 
 #[tokio::test]
 async fn a_reserved_seat_waits_for_payment_and_the_payment_sends_the_ticket_once() {
-    let (ctx, tg) = with_bot(|c| c.messenger.chat_interval_ms = 100).await;
+    let (ctx, tg) = with_bot(|c| {
+        c.messenger.chat_interval_ms = 100;
+        c.http.public_url = "https://tickets.example".into();
+    })
+    .await;
     let admin = ctx.admin().await;
     let (owner, _) = ctx.owner(&admin).await;
     let start = ctx.clock.now() + Duration::days(10);
@@ -49,6 +53,17 @@ async fn a_reserved_seat_waits_for_payment_and_the_payment_sends_the_ticket_once
         !notice.text.contains(&code),
         "no door code: {}",
         notice.text
+    );
+    // Under it, the way to pay: the ticket's page, whose Pay button opens the provider.
+    assert_eq!(
+        notice.buttons,
+        vec![(
+            "Pay".to_string(),
+            format!(
+                "https://tickets.example/me/tickets/{}",
+                held["id"].as_str().unwrap()
+            )
+        )]
     );
     // Nor does /tickets show the code of an unpaid seat.
     tg.says(9401, "/tickets");
@@ -130,6 +145,10 @@ async fn a_pending_seat_is_held_without_a_deadline() {
     let got = tg.wait_for(9402, 2, 10).await;
     assert_eq!(got[1].method, "sendMessage");
     assert!(
+        got[1].buttons.is_empty(),
+        "no button to a local address Telegram would refuse"
+    );
+    assert!(
         got[1].text.contains("место за вами до оплаты")
             && got[1].text.contains("MSK")
             && !got[1]
@@ -172,4 +191,53 @@ async fn a_reminder_to_an_unpaid_seat_carries_no_door_code() {
         "a seat awaiting payment is not a way in: {}",
         got[2].text
     );
+}
+
+#[tokio::test]
+async fn a_refund_is_told_when_the_money_is_back() {
+    let (ctx, tg) = with_bot(|_| {}).await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, paid) = event_in(
+        &ctx,
+        &owner,
+        "Recital",
+        "Europe/Moscow",
+        ctx.clock.now() + Duration::days(10),
+        json!({"name": "Hall", "quantity": 5, "priceCents": 250000, "currency": "RUB",
+               "reservationMinutes": 30}),
+    )
+    .await;
+    let cid = ctx.user().await;
+    linked(&ctx, &tg, &cid, 9403).await;
+    prefer(&ctx, &cid, "en", true).await;
+    let held = register(&ctx, &cid, &event, &paid).await;
+    let id = held["id"].as_str().unwrap().to_string();
+    let open = crate::payments::checkout(&ctx, &cid, &id).await;
+    let url = open.body["paymentUrl"].as_str().unwrap();
+    assert_eq!(crate::payments::press(&ctx, url, "pay").await.status(), 303);
+    // Held, receipt, ticket.
+    let got = tg.wait_for(9403, 4, 10).await;
+    assert_eq!(got.len(), 4, "{got:?}");
+    let refund = ctx
+        .post_empty(
+            &format!("/api/v1/registrations/{id}/refund"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(refund.status, 201, "{}", refund.body);
+    let got = tg.wait_for(9403, 6, 10).await;
+    let texts: Vec<&str> = got[4..].iter().map(|c| c.text.as_str()).collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("2500\\.00 RUB for *Recital* has been returned to you")),
+        "{texts:?}"
+    );
+    assert!(
+        texts.iter().any(|t| t.contains("cancelled")),
+        "and the registration's cancellation: {texts:?}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    assert_eq!(tg.delivered_to(9403).len(), 6, "told once");
 }

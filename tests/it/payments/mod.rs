@@ -102,3 +102,25 @@ pub fn paid(currency: &str, quantity: i64) -> Value {
     json!({"name": "Stalls", "quantity": quantity, "priceCents": 150000, "currency": currency,
            "reservationMinutes": 30})
 }
+
+/// The path of the provider's page in a payment URL.
+pub fn page_path(url: &str) -> String {
+    let at = url
+        .find("/api/v1/payments/test/")
+        .expect("a test payment page");
+    url[at..].to_string()
+}
+
+/// Presses a button of the test page: the answer (a redirect, not followed).
+pub async fn press(ctx: &Ctx, payment_url: &str, action: &str) -> reqwest::Response {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(format!("{}{}", ctx.base, page_path(payment_url)))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("action={action}"))
+        .send()
+        .await
+        .unwrap()
+}

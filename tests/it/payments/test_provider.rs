@@ -2,33 +2,13 @@
 //! signed notification it delivers, refunds of a cancelled event and of one ticket, and late
 //! payments after a lapse.
 
-use super::{checkout, notify, on_sale, paid, refund_settles, refunds, reserve, status};
+use super::{
+    checkout, notify, on_sale, page_path, paid, press, refund_settles, refunds, reserve, status,
+};
 use crate::identity::{Ctx, Session};
 use crate::support::{SERVICE_SECRET, eventually};
 use chrono::Duration;
 use serde_json::{Value, json};
-
-/// The path of the provider's page in a payment URL.
-fn page_path(url: &str) -> String {
-    let at = url
-        .find("/api/v1/payments/test/")
-        .expect("a test payment page");
-    url[at..].to_string()
-}
-
-/// Presses a button of the test page: the answer (a redirect, not followed).
-async fn press(ctx: &Ctx, payment_url: &str, action: &str) -> reqwest::Response {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-        .post(format!("{}{}", ctx.base, page_path(payment_url)))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("action={action}"))
-        .send()
-        .await
-        .unwrap()
-}
 
 async fn owner(ctx: &Ctx) -> Session {
     let admin = ctx.admin().await;
