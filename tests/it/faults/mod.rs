@@ -3,6 +3,7 @@
 mod cancellation;
 mod cluster;
 mod connections;
+mod refunds;
 mod shards;
 
 use crate::outbox::{Applier, POLICY, counts, start_relay};

@@ -329,11 +329,17 @@ impl FakeYooKassa {
 
     /// A payment of this shop that bilet did not open.
     pub fn foreign_payment(&self) -> String {
+        self.paid_payment("5.00")
+    }
+
+    /// A succeeded payment of `amount` made outside bilet's checkout (tests that write the
+    /// checkout themselves).
+    pub fn paid_payment(&self, amount: &str) -> String {
         let id = uuid::Uuid::new_v4().to_string();
         self.shop.lock().unwrap().payments.insert(
             id.clone(),
             json!({"id": id, "status": "succeeded", "paid": true,
-                   "amount": {"value": "5.00", "currency": "RUB"}, "metadata": {}}),
+                   "amount": {"value": amount, "currency": "RUB"}, "metadata": {}}),
         );
         id
     }

@@ -3,7 +3,7 @@
 //! the providers document them.
 
 mod fake_stripe;
-mod fake_yookassa;
+pub(crate) mod fake_yookassa;
 mod stripe;
 mod test_provider;
 mod yookassa;
