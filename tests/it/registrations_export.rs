@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 const BOM: &str = "\u{feff}";
-const HEADER: &str = "\"firstName\",\"lastName\",\"email\",\"ticketType\",\"status\",\"confirmationCode\",\"registeredAt\",\"checkedInAt\",\"source\"\r\n";
+const HEADER: &str = "\"firstName\",\"lastName\",\"email\",\"ticketType\",\"status\",\"confirmationCode\",\"registeredAt\",\"checkedInAt\",\"source\",\"currency\",\"paidCents\",\"refundedCents\"\r\n";
 
 /// A record as the file writes it: every cell quoted, quotes doubled, CRLF. The cells are
 /// given already defused.
@@ -221,6 +221,9 @@ async fn seed(ctx: &Ctx) -> Seed {
             &at(&anna["createdAt"]),
             &checked_in_at.to_rfc3339_opts(SecondsFormat::Secs, true),
             "vk",
+            "RUB",
+            "0",
+            "0",
         ]),
         record(&[
             "'=SUM(1,2)",
@@ -232,6 +235,9 @@ async fn seed(ctx: &Ctx) -> Seed {
             &at(&formula["createdAt"]),
             "",
             "",
+            "RUB",
+            "0",
+            "0",
         ]),
         record(&[
             "Пётр",
@@ -243,6 +249,9 @@ async fn seed(ctx: &Ctx) -> Seed {
             &at(&petr["createdAt"]),
             "",
             "",
+            "RUB",
+            "0",
+            "0",
         ]),
         record(&[
             "'\t'=cmd",
@@ -254,6 +263,9 @@ async fn seed(ctx: &Ctx) -> Seed {
             &at(&odd["createdAt"]),
             "",
             "",
+            "RUB",
+            "0",
+            "0",
         ]),
     ];
     assert_eq!(status(&formula), "CONFIRMED");

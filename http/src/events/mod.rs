@@ -9,6 +9,7 @@ pub mod owner;
 pub mod payments;
 pub mod registrations;
 pub mod registrations_export;
+pub mod revenue;
 pub mod test_payments;
 pub mod ticket_types;
 pub mod waitlist;
@@ -83,6 +84,8 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/api/v1/registrations/{id}/refund", post(checkout::refund))
         .route("/api/v1/events/{id}/refunds", get(checkout::of_event))
+        .route("/api/v1/events/{id}/revenue", get(revenue::of_event))
+        .route("/api/v1/events/revenue", get(revenue::of_organization))
         .route(
             "/api/v1/payments/providers/{provider}/notifications",
             post(checkout::notification),
@@ -120,7 +123,7 @@ pub fn self_idempotent_routes() -> Router<AppState> {
         waitlist::mine, waitlist::join, waitlist::leave,
         payments::webhook, payments::mark_paid,
         checkout::check_out, checkout::latest, checkout::of_registration, checkout::of_event, checkout::refund,
-        checkout::notification,
+        checkout::notification, revenue::of_event, revenue::of_organization,
     ),
     tags(
         (name = "events", description = "Events and ticket types"),

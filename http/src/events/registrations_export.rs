@@ -38,7 +38,7 @@ pub struct RegistrationExportQuery {
 }
 
 /// The columns, in order.
-pub const HEADER: [&str; 9] = [
+pub const HEADER: [&str; 12] = [
     "firstName",
     "lastName",
     "email",
@@ -48,6 +48,9 @@ pub const HEADER: [&str; 9] = [
     "registeredAt",
     "checkedInAt",
     "source",
+    "currency",
+    "paidCents",
+    "refundedCents",
 ];
 
 /// The byte order mark that tells Excel the file is UTF-8.
@@ -56,7 +59,8 @@ const BOM: &str = "\u{feff}";
 /// Downloads the event's registrations as CSV (OWNER or MODERATOR of the event's
 /// organization), oldest first, filtered like the registration list. Columns: firstName,
 /// lastName, email, ticketType (its name), status, confirmationCode, registeredAt,
-/// checkedInAt (UTC, RFC 3339, empty when not checked in), source.
+/// checkedInAt (UTC, RFC 3339, empty when not checked in), source, currency, paidCents (every
+/// completed payment) and refundedCents (refunds the provider made).
 #[utoipa::path(get, path = "/api/v1/events/{id}/registrations/export", tag = "registrations", params(RegistrationExportQuery),
     responses(
         (status = 200, description = "the CSV file (text/csv; charset=utf-8, UTF-8 with a byte order mark, CRLF lines)", content_type = "text/csv", body = String,
@@ -163,7 +167,7 @@ fn time(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-fn cells(r: &ExportRow) -> [String; 9] {
+fn cells(r: &ExportRow) -> [String; 12] {
     [
         r.first_name.clone(),
         r.last_name.clone(),
@@ -174,6 +178,9 @@ fn cells(r: &ExportRow) -> [String; 9] {
         time(r.created_at),
         r.checked_in_at.map(time).unwrap_or_default(),
         r.source.clone().unwrap_or_default(),
+        r.currency.clone(),
+        r.paid_cents.to_string(),
+        r.refunded_cents.to_string(),
     ]
 }
 

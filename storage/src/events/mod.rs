@@ -10,6 +10,7 @@ pub mod payments;
 pub mod refunds;
 pub mod registrations;
 pub mod registrations_export;
+pub mod revenue;
 pub mod seats;
 pub mod ticket_types;
 pub mod waitlist;

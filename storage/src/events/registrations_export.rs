@@ -38,6 +38,12 @@ pub struct ExportRow {
     pub checked_in_at: Option<DateTime<Utc>>,
     /// Where the person came from, if the client said.
     pub source: Option<String>,
+    /// The ticket's currency.
+    pub currency: String,
+    /// Received for it (every completed payment), in the smallest unit.
+    pub paid_cents: i64,
+    /// Returned by the provider.
+    pub refunded_cents: i64,
 }
 
 fn from_row(row: &Row) -> ExportRow {
@@ -53,6 +59,9 @@ fn from_row(row: &Row) -> ExportRow {
         created_at: row.get(7),
         checked_in_at: row.get(8),
         source: row.get(9),
+        currency: row.get::<_, String>(10).trim().to_string(),
+        paid_cents: row.get(11),
+        refunded_cents: row.get(12),
     }
 }
 
@@ -75,7 +84,12 @@ pub async fn page(
     let rows = tx
         .query(
             "SELECT r.id, r.first_name, r.last_name, r.email, COALESCE(t.name, ''), r.status,
-                    r.confirmation_code, r.created_at, c.checked_in_at, r.source
+                    r.confirmation_code, r.created_at, c.checked_in_at, r.source, r.currency,
+                    (SELECT COALESCE(sum(COALESCE(p.amount_cents, r.price_cents)), 0)::bigint
+                       FROM event_service.payments p WHERE p.registration_id = r.id AND p.kind = 'COMPLETED'
+                         AND p.outcome IN ('CONFIRMED', 'SEAT_TAKEN', 'REFUND_REQUESTED')),
+                    (SELECT COALESCE(sum(f.amount_cents), 0)::bigint
+                       FROM event_service.refunds f WHERE f.registration_id = r.id AND f.status = 'SUCCEEDED')
              FROM event_service.registrations r
              LEFT JOIN event_service.ticket_types t ON t.id = r.ticket_type_id
              LEFT JOIN event_service.check_ins c ON c.registration_id = r.id

@@ -307,6 +307,65 @@ async fn a_cancelled_event_and_an_organizer_refund_give_the_money_back_once() {
         .status,
         403
     );
+    // The money: both payments in, both returned; the same in the organization's revenue and
+    // in the registrations download.
+    let revenue = ctx
+        .get(
+            &format!("/api/v1/events/{event}/revenue"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(revenue.status, 200, "{}", revenue.body);
+    assert_eq!(
+        revenue.body["currencies"],
+        json!([{"currency": "RUB", "paidCents": 300000, "payments": 2, "refundedCents": 300000,
+                "refunds": 2, "refundPendingCents": 0, "netCents": 0}])
+    );
+    let all = ctx.get("/api/v1/events/revenue", Some(&owner.access)).await;
+    assert_eq!(all.status, 200, "{}", all.body);
+    assert_eq!(all.body["totals"][0]["paidCents"], 300000, "{}", all.body);
+    assert_eq!(all.body["events"][0]["title"], "Opera night");
+    let elsewhere = ctx
+        .get("/api/v1/events/revenue", Some(&stranger.access))
+        .await;
+    assert_eq!(elsewhere.body, json!({"totals": [], "events": []}));
+    assert_eq!(
+        ctx.get(
+            &format!("/api/v1/events/{event}/revenue"),
+            Some(&stranger.access)
+        )
+        .await
+        .status,
+        404
+    );
+    assert_eq!(
+        ctx.get("/api/v1/events/revenue?from=yesterday", Some(&owner.access))
+            .await
+            .status,
+        400
+    );
+    let csv = ctx
+        .http
+        .get(format!(
+            "{}/api/v1/events/{event}/registrations/export",
+            ctx.base
+        ))
+        .bearer_auth(&owner.access)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let rows: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert!(
+        rows[1..]
+            .iter()
+            .all(|r| r.ends_with("\"RUB\",\"150000\",\"150000\"")),
+        "{csv}"
+    );
+
     // Bob cannot read Ann's refunds.
     let hers = ctx
         .get(
