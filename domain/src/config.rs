@@ -39,6 +39,7 @@ pub const ENV_ALIASES: &[(&str, &str)] = &[
     ("YOOKASSA_SECRET_KEY", "payments.yookassa_secret_key"),
     ("STRIPE_SECRET_KEY", "payments.stripe_secret_key"),
     ("STRIPE_WEBHOOK_SECRET", "payments.stripe_webhook_secret"),
+    ("PAYMENTS_CREDENTIALS_KEY", "payments.credentials_key"),
     ("PUBLIC_URL", "http.public_url"),
 ];
 
@@ -280,6 +281,8 @@ pub enum SecretSetting {
     StripeSecretKey,
     /// Stripe's signing secret of the webhook endpoint.
     StripeWebhookSecret,
+    /// Seals the payment provider keys organizations store.
+    CredentialsKey,
 }
 
 /// Least length production accepts for the secrets whose value the operator chooses (JWT,
@@ -300,7 +303,7 @@ const RANDOM_SECRET_HINT: &str = "e.g. `head -c 48 /dev/urandom | base64`";
 
 impl SecretSetting {
     /// Every secret.
-    pub const ALL: [SecretSetting; 10] = [
+    pub const ALL: [SecretSetting; 11] = [
         SecretSetting::Jwt,
         SecretSetting::Service,
         SecretSetting::Webhook,
@@ -311,6 +314,7 @@ impl SecretSetting {
         SecretSetting::YooKassaSecretKey,
         SecretSetting::StripeSecretKey,
         SecretSetting::StripeWebhookSecret,
+        SecretSetting::CredentialsKey,
     ];
 
     /// Its path in cluster.toml.
@@ -326,6 +330,7 @@ impl SecretSetting {
             Self::YooKassaSecretKey => "payments.yookassa_secret_key",
             Self::StripeSecretKey => "payments.stripe_secret_key",
             Self::StripeWebhookSecret => "payments.stripe_webhook_secret",
+            Self::CredentialsKey => "payments.credentials_key",
         }
     }
 
@@ -365,6 +370,9 @@ impl SecretSetting {
             Self::StripeWebhookSecret => {
                 "Stripe's notifications to the platform's account are refused (401), so its payments are not confirmed"
             }
+            Self::CredentialsKey => {
+                "organizations cannot store their own payment provider keys (PUT /api/v1/payments/accounts answers 503); they are paid through the platform's"
+            }
         }
     }
 
@@ -372,7 +380,9 @@ impl SecretSetting {
     /// someone else issues (Telegram's bot token, the object store's keys).
     pub fn min_production(self) -> Option<usize> {
         match self {
-            Self::Jwt | Self::Service | Self::Webhook => Some(MIN_OPERATOR_SECRET_BYTES),
+            Self::Jwt | Self::Service | Self::Webhook | Self::CredentialsKey => {
+                Some(MIN_OPERATOR_SECRET_BYTES)
+            }
             Self::AppPassword => Some(MIN_APP_PASSWORD_BYTES),
             Self::StorageAccessKey
             | Self::StorageSecretKey
@@ -702,6 +712,9 @@ pub struct PaymentsConfig {
     pub stripe_secret_key: Option<Secret>,
     /// Signing secret of the platform's Stripe webhook endpoint (`whsec_…`).
     pub stripe_webhook_secret: Option<Secret>,
+    /// Seals the provider keys organizations store for their own shops (any random value of
+    /// at least 32 bytes; changing it makes the stored keys unreadable).
+    pub credentials_key: Option<Secret>,
 }
 
 impl Default for PaymentsConfig {
@@ -718,6 +731,7 @@ impl Default for PaymentsConfig {
             stripe_api_url: "https://api.stripe.com".into(),
             stripe_secret_key: None,
             stripe_webhook_secret: None,
+            credentials_key: None,
         }
     }
 }
@@ -1051,6 +1065,7 @@ impl Config {
             SecretSetting::YooKassaSecretKey => self.payments.yookassa_secret_key.as_ref(),
             SecretSetting::StripeSecretKey => self.payments.stripe_secret_key.as_ref(),
             SecretSetting::StripeWebhookSecret => self.payments.stripe_webhook_secret.as_ref(),
+            SecretSetting::CredentialsKey => self.payments.credentials_key.as_ref(),
         }
     }
 
@@ -1746,6 +1761,7 @@ mod tests {
             ("YOOKASSA_SECRET_KEY", ""),
             ("STRIPE_SECRET_KEY", " "),
             ("STRIPE_WEBHOOK_SECRET", ""),
+            ("PAYMENTS_CREDENTIALS_KEY", ""),
         ];
         let c = Config::load(None, env).unwrap();
         for setting in SecretSetting::ALL {

@@ -65,12 +65,16 @@ fn is_webhook(method: &Method, path: &str) -> bool {
             || is_provider_notification(path))
 }
 
-/// `/api/v1/payments/providers/{provider}/notifications`.
+/// `/api/v1/payments/providers/{provider}/notifications[/{organization}]`.
 fn is_provider_notification(path: &str) -> bool {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     matches!(
         segments.as_slice(),
         ["api", "v1", "payments", "providers", provider, "notifications"] if !provider.is_empty()
+    ) || matches!(
+        segments.as_slice(),
+        ["api", "v1", "payments", "providers", provider, "notifications", organization]
+            if !provider.is_empty() && !organization.is_empty()
     )
 }
 

@@ -1,5 +1,9 @@
 -- Paying through a provider, and giving money back through it.
 --
+-- An organization may take payments into its own shop: its provider keys are stored sealed
+-- (XChaCha20-Poly1305 under PAYMENTS_CREDENTIALS_KEY, bound to the row's organization and
+-- provider), and its checkouts remember whose shop took the money.
+--
 -- A checkout is one payment opened at a provider for a registration: at most one open at a
 -- time, a new attempt (and a new idempotency key) after a decline. A refund is one
 -- `refund.requested` on its way to the provider: requested → sent → succeeded | failed, sent
@@ -81,3 +85,20 @@ CREATE POLICY refunds_tenant ON event_service.refunds
     WITH CHECK (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid OR current_setting('app.system', true) = 'on');
 CREATE POLICY refunds_self ON event_service.refunds FOR SELECT
     USING (user_id = nullif(current_setting('app.user_id', true), '')::uuid);
+
+CREATE TABLE event_service.payment_accounts (
+    tenant_id             UUID NOT NULL,
+    provider              VARCHAR(20) NOT NULL CHECK (provider IN ('yookassa', 'stripe')),
+    shop_id               TEXT NOT NULL DEFAULT '',
+    secret_sealed         BYTEA NOT NULL,
+    webhook_secret_sealed BYTEA,
+    receipts              BOOLEAN NOT NULL DEFAULT false,
+    updated_by            UUID NOT NULL,
+    updated_at            TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (tenant_id, provider)
+);
+ALTER TABLE event_service.payment_accounts ENABLE ROW LEVEL SECURITY;
+ALTER TABLE event_service.payment_accounts FORCE ROW LEVEL SECURITY;
+CREATE POLICY payment_accounts_tenant ON event_service.payment_accounts
+    USING (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid OR current_setting('app.system', true) = 'on')
+    WITH CHECK (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid OR current_setting('app.system', true) = 'on');

@@ -7,7 +7,7 @@ use crate::Payments;
 use crate::provider::{PaymentRequest, ProviderError};
 use chrono::{DateTime, Utc};
 use domain::error::Refusal;
-use domain::events::checkout::{CheckoutStatus, choose_provider};
+use domain::events::checkout::{CheckoutStatus, choose_account};
 use domain::events::refusals::EventRefusal;
 use domain::ids::UserId;
 use storage::events::checkout::{self, Checkout, Opened};
@@ -21,13 +21,20 @@ impl Payments {
         id: Uuid,
         now: DateTime<Utc>,
     ) -> storage::Result<Checkout> {
-        let configured = self.configured();
+        let tenant = storage::events::payment_accounts::tenant_of_registration(&self.db, id)
+            .await?
+            .ok_or_else(Refusal::not_found)?;
+        let (platform, own) = (self.configured(), self.own_accounts(tenant).await?);
         let chosen = self.chosen;
         let opening = checkout::open(
             &self.db,
             user,
             id,
-            |currency| choose_provider(chosen, currency, configured).map_err(Refusal::from),
+            |currency| {
+                choose_account(chosen, currency, platform, own)
+                    .map(|(kind, is_own)| (kind, is_own.then_some(tenant)))
+                    .map_err(Refusal::from)
+            },
             now,
         )
         .await?;
@@ -36,7 +43,8 @@ impl Payments {
             return Ok(current);
         }
         let provider = self
-            .provider(current.provider)
+            .provider_for(current.provider, current.account)
+            .await?
             .ok_or_else(|| Refusal::from(EventRefusal::PaymentsNotConfigured))?;
         let request = PaymentRequest {
             idempotency_key: current.idempotency_key.clone(),
@@ -46,7 +54,7 @@ impl Payments {
             description: opening.order.description,
             return_url: format!("{}/me/tickets/{}", self.public_url, current.registration_id),
             email: opening.order.email,
-            receipt: self.receipts,
+            receipt: self.receipts_of(current.account).await?,
             expires_at: current.expires_at,
         };
         match provider.create(&request).await {

@@ -5,7 +5,9 @@
 //! ([`notifications`]); refunds asked for anywhere are executed, recorded and retried by the
 //! worker ([`worker`]).
 
+pub mod accounts;
 pub mod checkout;
+pub mod credentials;
 pub mod notifications;
 pub mod provider;
 pub mod stripe;
@@ -13,7 +15,7 @@ pub mod test_provider;
 pub mod worker;
 pub mod yookassa;
 
-use domain::config::{Config, Mode};
+use domain::config::{Config, Mode, PaymentsConfig};
 use domain::events::checkout::{Configured, ProviderKind};
 use provider::Provider;
 use std::sync::Arc;
@@ -25,6 +27,9 @@ use test_provider::TestProvider;
 #[derive(Clone)]
 pub struct Payments {
     db: Database,
+    client: reqwest::Client,
+    settings: Arc<PaymentsConfig>,
+    sealer: Option<credentials::Sealer>,
     chosen: ProviderKind,
     test: Option<Arc<TestProvider>>,
     yookassa: Option<Arc<dyn Provider>>,
@@ -74,6 +79,12 @@ impl Payments {
         });
         Payments {
             db,
+            client,
+            settings: Arc::new(p.clone()),
+            sealer: p
+                .credentials_key
+                .as_ref()
+                .map(|k| credentials::Sealer::new(k.expose())),
             chosen: p.provider,
             test,
             yookassa,

@@ -8,6 +8,7 @@ use crate::Payments;
 use crate::provider::{NotificationError, Notified, PaymentState};
 use chrono::{DateTime, Utc};
 use domain::events::checkout::ProviderKind;
+use domain::ids::TenantId;
 use storage::events::checkout::{self, Settled, Settlement};
 use storage::events::refunds::{self, Answer};
 
@@ -37,10 +38,12 @@ pub enum NotifyError {
 }
 
 impl Payments {
-    /// Takes a notification of `provider` (as named in its path).
+    /// Takes a notification of `provider` (as named in its path) to the platform's account
+    /// (`account` None) or an organization's own.
     pub async fn notify(
         &self,
         provider: &str,
+        account: Option<TenantId>,
         signature: Option<&str>,
         body: &[u8],
         now: DateTime<Utc>,
@@ -48,7 +51,8 @@ impl Payments {
         let kind = ProviderKind::parse(provider)
             .ok_or_else(|| NotifyError::UnknownProvider(provider.to_string()))?;
         let source = self
-            .provider(kind)
+            .provider_for(kind, account)
+            .await?
             .ok_or_else(|| NotifyError::UnknownProvider(provider.to_string()))?;
         // The signature's time is the provider's clock: compared with the wall clock.
         let notified = source
@@ -56,8 +60,13 @@ impl Payments {
             .await?;
         match notified {
             Notified::Payment { payment_id, state } => {
-                let Some(found) = checkout::by_payment(&self.db, kind, &payment_id).await? else {
-                    tracing::warn!(provider, payment = %payment_id, "notification for a payment bilet did not open; ignored");
+                let found = checkout::by_payment(&self.db, kind, &payment_id)
+                    .await?
+                    // A payment of another account (told through this one's address) is not
+                    // this account's to settle.
+                    .filter(|c| c.account == account);
+                let Some(found) = found else {
+                    tracing::warn!(provider, payment = %payment_id, "notification for a payment bilet did not open at this account; ignored");
                     return Ok(Applied::Ignored("unknown payment".into()));
                 };
                 let settlement = match state {
@@ -82,8 +91,10 @@ impl Payments {
                 refund_id,
                 succeeded,
             } => {
-                let Some(refund) = refunds::by_provider_id(&self.db, kind, &refund_id).await?
-                else {
+                let refund = refunds::by_provider_id(&self.db, kind, &refund_id)
+                    .await?
+                    .filter(|r| r.account == account);
+                let Some(refund) = refund else {
                     return Ok(Applied::Ignored("unknown refund".into()));
                 };
                 if !succeeded {

@@ -138,9 +138,6 @@ pub trait Provider: Send + Sync {
     /// Which one it is.
     fn kind(&self) -> ProviderKind;
 
-    /// The header its notifications are signed in, if they are.
-    fn signature_header(&self) -> Option<&'static str>;
-
     /// Opens a payment (or returns the one opened under the same key).
     async fn create(&self, request: &PaymentRequest) -> Result<Created, ProviderError>;
 
@@ -160,6 +157,16 @@ pub trait Provider: Send + Sync {
         body: &[u8],
         now: i64,
     ) -> Result<Notified, NotificationError>;
+}
+
+/// The header a provider's notifications are signed in, if they are (YooKassa's are not: they
+/// are read back instead).
+pub fn signature_header(kind: ProviderKind) -> Option<&'static str> {
+    match kind {
+        ProviderKind::Test => Some("x-bilet-signature"),
+        ProviderKind::Stripe => Some("stripe-signature"),
+        ProviderKind::YooKassa => None,
+    }
 }
 
 /// Reads an HTTP failure the usual way: no answer, a timeout, 429 or 5xx may be retried; any

@@ -122,10 +122,6 @@ impl Provider for Stripe {
         ProviderKind::Stripe
     }
 
-    fn signature_header(&self) -> Option<&'static str> {
-        Some("stripe-signature")
-    }
-
     async fn create(&self, request: &PaymentRequest) -> Result<Created, ProviderError> {
         let now = Utc::now();
         // Stripe's window is 30 minutes to 24 hours; a shorter reservation closes the session

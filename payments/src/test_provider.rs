@@ -68,10 +68,6 @@ impl Provider for TestProvider {
         ProviderKind::Test
     }
 
-    fn signature_header(&self) -> Option<&'static str> {
-        Some("x-bilet-signature")
-    }
-
     async fn create(&self, request: &PaymentRequest) -> Result<Created, ProviderError> {
         let payment_id = format!("{ID_PREFIX}{}", request.idempotency_key);
         Ok(Created {

@@ -56,11 +56,15 @@ impl Payments {
         let (Some(kind), Some(payment_id)) = (refund.provider, &refund.provider_payment_id) else {
             return Answer::Refused(refunds::NOT_THROUGH_PROVIDER.into());
         };
-        let Some(provider) = self.provider(kind) else {
-            return Answer::Unavailable(format!(
-                "the provider `{}` is not configured",
-                kind.as_str()
-            ));
+        let provider = match self.provider_for(kind, refund.account).await {
+            Ok(Some(provider)) => provider,
+            Ok(None) => {
+                return Answer::Unavailable(format!(
+                    "the provider `{}` of this account is not configured",
+                    kind.as_str()
+                ));
+            }
+            Err(e) => return Answer::Unavailable(e.to_string()),
         };
         let request = RefundRequest {
             refund: refund.id,

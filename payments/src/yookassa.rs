@@ -142,10 +142,6 @@ impl Provider for YooKassa {
         ProviderKind::YooKassa
     }
 
-    fn signature_header(&self) -> Option<&'static str> {
-        None
-    }
-
     async fn create(&self, request: &PaymentRequest) -> Result<Created, ProviderError> {
         let amount = json!({
             "value": decimal_amount(request.amount_cents),

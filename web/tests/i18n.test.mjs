@@ -84,6 +84,9 @@ test('keys the organizer and door pages build at run time have texts', () => {
     'mem.confirmLeave', 'mem.confirmRemove',
     ...['already', 'notConfirmed', 'unknown', 'format', 'forbidden'].map((w) => `door.why.${w}`),
     'status.all',
+    ...['REQUESTED', 'SENT', 'SUCCEEDED', 'FAILED'].map((s) => `refunds.status.${s}`),
+    ...['EVENT_CANCELLED', 'EVENT_CANCELLED_BEFORE_PAYMENT', 'NO_SEAT', 'ALREADY_PAID', 'AMOUNT_MISMATCH', 'REFUNDED_BY_ORGANIZER']
+      .map((r) => `refunds.reason.${r}`),
   ];
   for (const key of keys) assert.ok(key in allRu && key in allEn, key);
 });

@@ -145,6 +145,35 @@ pub fn choose_provider(
     }
 }
 
+/// The provider a payment in `currency` goes to when the organization has accounts of its own
+/// (`own`) besides the platform's (`platform`), and whether it is the organization's own: its
+/// own account wins wherever it covers the currency, and having one means real providers for
+/// its events even where the platform pays with the test provider.
+pub fn choose_account(
+    chosen: ProviderKind,
+    currency: &str,
+    platform: Configured,
+    own: Configured,
+) -> Result<(ProviderKind, bool), EventRefusal> {
+    let has_own = own.yookassa || own.stripe;
+    let chosen = match chosen {
+        ProviderKind::Test if has_own => ProviderKind::YooKassa,
+        other => other,
+    };
+    let combined = Configured {
+        yookassa: platform.yookassa || own.yookassa,
+        stripe: platform.stripe || own.stripe,
+        test: platform.test,
+    };
+    let kind = choose_provider(chosen, currency, combined)?;
+    let is_own = match kind {
+        ProviderKind::YooKassa => own.yookassa,
+        ProviderKind::Stripe => own.stripe,
+        ProviderKind::Test => false,
+    };
+    Ok((kind, is_own))
+}
+
 /// The key the provider deduplicates a payment by: the registration and the attempt, so a
 /// retried request finds the same payment and a new attempt after a decline makes a new one.
 pub fn idempotency_key(registration: Uuid, attempt: i32) -> String {
@@ -255,6 +284,43 @@ mod tests {
         assert_eq!(
             choose_provider(ProviderKind::Test, "EUR", dev),
             Ok(ProviderKind::Test)
+        );
+    }
+
+    #[test]
+    fn an_organizations_own_account_wins_where_it_covers_the_currency() {
+        let dev = Configured {
+            test: true,
+            ..Configured::default()
+        };
+        let own_shop = Configured {
+            yookassa: true,
+            ..Configured::default()
+        };
+        assert_eq!(
+            choose_account(ProviderKind::Test, "RUB", dev, own_shop),
+            Ok((ProviderKind::YooKassa, true))
+        );
+        assert_eq!(
+            choose_account(ProviderKind::Test, "RUB", dev, Configured::default()),
+            Ok((ProviderKind::Test, false))
+        );
+        let platform_stripe = Configured {
+            stripe: true,
+            ..Configured::default()
+        };
+        assert_eq!(
+            choose_account(ProviderKind::Stripe, "EUR", platform_stripe, own_shop),
+            Ok((ProviderKind::Stripe, false)),
+            "euros through the platform's Stripe"
+        );
+        assert_eq!(
+            choose_account(ProviderKind::Stripe, "RUB", platform_stripe, own_shop),
+            Ok((ProviderKind::YooKassa, true))
+        );
+        assert_eq!(
+            choose_account(ProviderKind::Test, "EUR", dev, own_shop),
+            Err(EventRefusal::CurrencyNotSupported)
         );
     }
 

@@ -110,6 +110,10 @@ refusals! {
         AlreadyRefunded => (Conflict,
             "Возврат по этой регистрации уже оформлен",
             "This registration is already refunded"),
+        /// An organization's provider keys cannot be stored: the installation has no key to seal them.
+        CredentialsKeyMissing => (ServiceUnavailable,
+            "Хранение ключей платёжных систем не настроено",
+            "Storing payment provider keys is not configured"),
         /// A failed refund is retried, but this one has not failed.
         RefundNotFailed => (BusinessRule,
             "Повторить можно только неудавшийся возврат",

@@ -235,16 +235,48 @@ pub async fn notification(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<NotificationResult>, ApiError> {
-    let signature = state
-        .payments
-        .provider(ProviderKind::parse(&provider).ok_or_else(ApiError::not_found)?)
-        .and_then(|p| p.signature_header())
+    notified(&state, &provider, None, &headers, &body).await
+}
+
+/// A payment provider's notification to an organization's own account (the address its
+/// account settings show). Checked as the platform's are, with the organization's keys.
+#[utoipa::path(post, path = "/api/v1/payments/providers/{provider}/notifications/{organization}", tag = "registrations",
+    request_body(content = Object, content_type = "application/json", description = "The notification as the provider sends it"),
+    params(("provider" = String, Path, description = "yookassa or stripe"), ("organization" = Uuid, Path, description = "The organization")),
+    responses((status = 200, body = NotificationResult), (status = 400, body = crate::error::ErrorBody),
+        (status = 401, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
+        (status = 503, body = crate::error::ErrorBody)))]
+pub async fn organization_notification(
+    State(state): State<AppState>,
+    Path((provider, organization)): Path<(String, Uuid)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<NotificationResult>, ApiError> {
+    let account = Some(domain::ids::TenantId::from(organization));
+    notified(&state, &provider, account, &headers, &body).await
+}
+
+async fn notified(
+    state: &AppState,
+    provider: &str,
+    account: Option<domain::ids::TenantId>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Json<NotificationResult>, ApiError> {
+    let kind = ProviderKind::parse(provider).ok_or_else(ApiError::not_found)?;
+    let signature = payments::provider::signature_header(kind)
         .and_then(|name| headers.get(name))
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let applied = state
         .payments
-        .notify(&provider, signature.as_deref(), &body, state.clock.now())
+        .notify(
+            provider,
+            account,
+            signature.as_deref(),
+            body,
+            state.clock.now(),
+        )
         .await
         .map_err(notify_error)?;
     Ok(Json(match applied {

@@ -6,6 +6,7 @@ pub mod checkout;
 pub mod dto;
 pub mod internal;
 pub mod owner;
+pub mod payment_accounts;
 pub mod payments;
 pub mod registrations;
 pub mod registrations_export;
@@ -91,6 +92,15 @@ pub fn routes() -> Router<AppState> {
             post(checkout::notification),
         )
         .route(
+            "/api/v1/payments/providers/{provider}/notifications/{organization}",
+            post(checkout::organization_notification),
+        )
+        .route("/api/v1/payments/accounts", get(payment_accounts::list))
+        .route(
+            "/api/v1/payments/accounts/{provider}",
+            put(payment_accounts::put).delete(payment_accounts::delete),
+        )
+        .route(
             "/api/v1/payments/test/{payment}",
             get(test_payments::page).post(test_payments::choose),
         )
@@ -123,7 +133,8 @@ pub fn self_idempotent_routes() -> Router<AppState> {
         waitlist::mine, waitlist::join, waitlist::leave,
         payments::webhook, payments::mark_paid,
         checkout::check_out, checkout::latest, checkout::of_registration, checkout::of_event, checkout::refund,
-        checkout::notification, revenue::of_event, revenue::of_organization,
+        checkout::notification, checkout::organization_notification, revenue::of_event,
+        payment_accounts::list, payment_accounts::put, payment_accounts::delete, revenue::of_organization,
     ),
     tags(
         (name = "events", description = "Events and ticket types"),

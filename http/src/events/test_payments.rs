@@ -120,7 +120,7 @@ pub async fn choose(
         .map(|p| p.sign(chrono::Utc::now().timestamp(), &body));
     state
         .payments
-        .notify("test", signature.as_deref(), &body, state.clock.now())
+        .notify("test", None, signature.as_deref(), &body, state.clock.now())
         .await
         .map_err(|e| {
             tracing::warn!(error = %e, "the test provider's notification was not taken");

@@ -33,6 +33,8 @@ pub struct Checkout {
     pub attempt: i32,
     /// Where it is paid.
     pub provider: ProviderKind,
+    /// Whose account at the provider: an organization's own, or the platform's (None).
+    pub account: Option<TenantId>,
     /// The key the provider deduplicates the payment by.
     pub idempotency_key: String,
     /// The provider's id, once it answered.
@@ -52,7 +54,8 @@ pub struct Checkout {
 }
 
 const COLUMNS: &str = "c.id, c.tenant_id, c.registration_id, c.user_id, c.attempt, c.provider, c.idempotency_key,
-    c.provider_payment_id, c.provider_charge_id, c.status, c.amount_cents, c.currency, c.payment_url, c.expires_at";
+    c.provider_payment_id, c.provider_charge_id, c.status, c.amount_cents, c.currency, c.payment_url, c.expires_at,
+    c.account_tenant_id";
 
 fn from_row(row: &Row) -> Checkout {
     Checkout {
@@ -70,6 +73,7 @@ fn from_row(row: &Row) -> Checkout {
         currency: row.get::<_, String>(11).trim().to_string(),
         payment_url: row.get(12),
         expires_at: row.get(13),
+        account: row.get::<_, Option<Uuid>>(14).map(TenantId::from),
     }
 }
 
@@ -96,14 +100,14 @@ pub struct Opening {
 /// Description length providers take (YooKassa: 128 characters).
 const DESCRIPTION_MAX: usize = 128;
 
-/// The open checkout of `user`'s registration `id`, or a new one in CREATING for `provider`
-/// (chosen from the registration's currency by `choose`). A registration not awaiting payment
+/// The open checkout of `user`'s registration `id`, or a new one in CREATING at the provider
+/// and account `choose` picks for the registration's currency. A registration not awaiting payment
 /// is refused; another person's is not found.
 pub async fn open(
     db: &Database,
     user: UserId,
     id: Uuid,
-    choose: impl FnOnce(&str) -> std::result::Result<ProviderKind, Refusal>,
+    choose: impl FnOnce(&str) -> std::result::Result<(ProviderKind, Option<TenantId>), Refusal>,
     now: DateTime<Utc>,
 ) -> Result<Opening> {
     // System scope: the row of one's own registration is readable as oneself, but the checkout
@@ -157,7 +161,7 @@ pub async fn open(
             Refusal::from(domain::events::refusals::EventRefusal::NotAwaitingPayment).into(),
         );
     }
-    let provider = choose(&currency)?;
+    let (provider, account) = choose(&currency)?;
     let attempt: i32 = tx
         .query_one(
             "SELECT COALESCE(max(attempt), 0) + 1 FROM event_service.checkouts WHERE registration_id = $1",
@@ -169,8 +173,8 @@ pub async fn open(
         .query_opt(
             &format!(
                 "INSERT INTO event_service.checkouts AS c (id, tenant_id, registration_id, user_id, attempt, provider,
-                    idempotency_key, status, amount_cents, currency, expires_at, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'CREATING', $8, $9, $10, $11, $11)
+                    idempotency_key, status, amount_cents, currency, expires_at, created_at, updated_at, account_tenant_id)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'CREATING', $8, $9, $10, $11, $11, $12)
                  ON CONFLICT DO NOTHING
                  RETURNING {COLUMNS}"
             ),
@@ -186,6 +190,7 @@ pub async fn open(
                 &currency,
                 &expires_at,
                 &now,
+                &account.map(|a| a.as_uuid()),
             ],
         )
         .await?;

@@ -35,6 +35,8 @@ pub struct Refund {
     pub user_id: UserId,
     /// The provider, when the money went through one.
     pub provider: Option<ProviderKind>,
+    /// Whose account there: an organization's own, or the platform's (None).
+    pub account: Option<TenantId>,
     /// The provider's id of the payment refunded.
     pub provider_payment_id: Option<String>,
     /// What the refund names at the provider when not the payment (Stripe's payment intent).
@@ -63,7 +65,7 @@ pub struct Refund {
 
 const COLUMNS: &str = "f.id, f.tenant_id, f.registration_id, f.event_id, f.user_id, f.provider,
     c.provider_payment_id, c.provider_charge_id, f.provider_refund_id, f.amount_cents, f.currency, f.reason,
-    f.status, f.sends, f.last_error, f.created_at, f.updated_at, f.generation";
+    f.status, f.sends, f.last_error, f.created_at, f.updated_at, f.generation, c.account_tenant_id";
 
 const FROM: &str =
     "event_service.refunds f LEFT JOIN event_service.checkouts c ON c.id = f.checkout_id";
@@ -88,6 +90,7 @@ fn from_row(row: &Row) -> Refund {
         created_at: row.get(15),
         updated_at: row.get(16),
         generation: row.get(17),
+        account: row.get::<_, Option<Uuid>>(18).map(TenantId::from),
     }
 }
 

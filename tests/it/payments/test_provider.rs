@@ -193,6 +193,16 @@ async fn a_reserved_ticket_is_declined_then_paid_at_the_test_provider() {
         "one payment, however often it is told"
     );
 
+    // Without a key to seal them, an organization cannot store provider keys.
+    let sealed = ctx
+        .put(
+            "/api/v1/payments/accounts/yookassa",
+            Some(&owner.access),
+            json!({"shopId": "1", "secretKey": "k"}),
+        )
+        .await;
+    assert_eq!(sealed.status, 503, "{}", sealed.body);
+
     // A free ticket has nothing to pay.
     let free =
         super::another_type(&ctx, &owner, &event, json!({"name": "Free", "quantity": 5})).await;

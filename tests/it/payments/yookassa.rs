@@ -217,3 +217,162 @@ async fn wrong_shop_credentials_are_a_clear_refusal() {
         "Payments in this currency are not accepted"
     );
 }
+
+#[tokio::test]
+async fn an_organizations_own_shop_takes_its_events_money() {
+    let fake = FakeYooKassa::start().await;
+    let api = fake.api.clone();
+    let ctx = Ctx::with_config(move |c| {
+        // The platform pays with the test provider; one organization brings its own shop.
+        c.payments.yookassa_api_url = api;
+        c.payments.credentials_key = Some(domain::config::Secret::new(
+            "credentials-key-of-this-installation-0123456789",
+        ));
+    })
+    .await;
+    let admin = ctx.admin().await;
+    let (owner, org) = ctx.owner(&admin).await;
+    let moderator = ctx.moderator(&owner, &org).await;
+    let path = "/api/v1/payments/accounts/yookassa";
+    let shop = json!({"shopId": SHOP, "secretKey": KEY, "receipts": true});
+    assert_eq!(
+        ctx.put(path, Some(&moderator.access), shop.clone())
+            .await
+            .status,
+        403
+    );
+    let ann = ctx.user().await;
+    assert_eq!(
+        ctx.put(path, Some(&ann.access), shop.clone()).await.status,
+        403
+    );
+    let no_shop = ctx
+        .put(path, Some(&owner.access), json!({"secretKey": KEY}))
+        .await;
+    assert_eq!(no_shop.status, 400, "{}", no_shop.body);
+    let spaced = ctx
+        .put(
+            path,
+            Some(&owner.access),
+            json!({"shopId": SHOP, "secretKey": "a b"}),
+        )
+        .await;
+    assert_eq!(spaced.status, 400, "{}", spaced.body);
+    let unknown = ctx
+        .put(
+            "/api/v1/payments/accounts/test",
+            Some(&owner.access),
+            shop.clone(),
+        )
+        .await;
+    assert_eq!(unknown.status, 404);
+    let extra = ctx
+        .put(
+            path,
+            Some(&owner.access),
+            json!({"shopId": SHOP, "secretKey": KEY, "bank": 1}),
+        )
+        .await;
+    assert_eq!(extra.status, 400, "{}", extra.body);
+    let saved = ctx.put(path, Some(&owner.access), shop).await;
+    assert_eq!(saved.status, 200, "{}", saved.body);
+    assert!(
+        !saved.body.to_string().contains(KEY),
+        "the key is never shown"
+    );
+    let notify_path = format!("/api/v1/payments/providers/yookassa/notifications/{org}");
+    assert!(
+        saved.body["notificationUrl"]
+            .as_str()
+            .unwrap()
+            .ends_with(&notify_path)
+    );
+    let listed = ctx
+        .get("/api/v1/payments/accounts", Some(&moderator.access))
+        .await;
+    assert_eq!(listed.body.as_array().unwrap().len(), 1, "{}", listed.body);
+    assert_eq!(listed.body[0]["shopId"], SHOP);
+    let sealed: Vec<u8> = ctx
+        .t
+        .owner()
+        .await
+        .query_one(
+            "SELECT secret_sealed FROM event_service.payment_accounts",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        !sealed.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+        "stored sealed"
+    );
+
+    // Its event's roubles go to its shop, with a receipt.
+    let (event, paid_type) = on_sale(&ctx, &owner, paid("RUB", 5)).await;
+    let held = reserve(&ctx, &ann, &event, &paid_type).await;
+    let id = held["id"].as_str().unwrap().to_string();
+    let open = checkout(&ctx, &ann, &id).await;
+    assert_eq!(open.status, 200, "{}", open.body);
+    assert_eq!(open.body["provider"], "yookassa");
+    let payment = fake.payment_of(&id);
+    assert_eq!(payment["receipt"]["customer"]["email"], ann.email.as_str());
+    let payment_id = payment["id"].as_str().unwrap().to_string();
+    fake.succeed(&payment_id, None);
+    // Told through the platform's address: the platform has no YooKassa shop.
+    let platform = notify(
+        &ctx,
+        "yookassa",
+        &[],
+        &notification("payment.succeeded", &payment_id),
+    )
+    .await;
+    assert_eq!(platform.status, 404, "{}", platform.body);
+    // Through another organization's address: not its payment.
+    let other_org = uuid::Uuid::now_v7();
+    let wrong = ctx
+        .http
+        .post(format!(
+            "{}/api/v1/payments/providers/yookassa/notifications/{other_org}",
+            ctx.base
+        ))
+        .body(notification("payment.succeeded", &payment_id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 404);
+    let told = ctx
+        .http
+        .post(format!("{}{notify_path}", ctx.base))
+        .body(notification("payment.succeeded", &payment_id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(told.status(), 200);
+    assert_eq!(status(&ctx, &ann, &id).await, "CONFIRMED");
+
+    // Refunded from its shop.
+    let refund = ctx
+        .post_empty(
+            &format!("/api/v1/registrations/{id}/refund"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(refund.status, 201, "{}", refund.body);
+    refund_settles(&ctx, &ann, &id, "SUCCEEDED").await;
+    assert_eq!(fake.refunds().len(), 1);
+
+    // Another organization without a shop of its own still pays through the platform's.
+    let (other, _) = ctx.owner(&admin).await;
+    let (event2, type2) = on_sale(&ctx, &other, paid("RUB", 5)).await;
+    let bob = ctx.user().await;
+    let b = reserve(&ctx, &bob, &event2, &type2).await;
+    let theirs = checkout(&ctx, &bob, b["id"].as_str().unwrap()).await;
+    assert_eq!(theirs.body["provider"], "test", "{}", theirs.body);
+
+    // The owner removes the account: the next payment goes through the platform again.
+    let gone = ctx.delete(path, Some(&owner.access)).await;
+    assert_eq!(gone.status, 204);
+    assert_eq!(ctx.delete(path, Some(&owner.access)).await.status, 404);
+    assert!(fake.refusals().is_empty(), "{:?}", fake.refusals());
+}

@@ -4,12 +4,14 @@
 //   GET /api/v1/events/{id},  GET /api/v1/events/{id}/ticket-types?size=100
 //   GET /api/v1/analytics/events/{id}/dashboard   totals, byDay, byTicketType, bySource
 //   GET /api/v1/analytics/events/{id}/funnel      views, started, completed, checkedIn, rates
+//   GET /api/v1/events/{id}/revenue               {eventId, currencies: [MoneyDto]} (none: nothing paid)
 import { api } from '../api.js';
-import { fill, h, setTitle } from '../dom.js';
+import { fill, h, setTitle, spinner } from '../dom.js';
 import { when } from '../format.js';
 import { lang } from '../i18n.js';
 import { bars, columns, funnel, number, tableBox, totals } from '../staff/charts.js';
 import { needOrg, orgNav, tenantId } from '../staff/kit.js';
+import { byCurrency } from '../staff/money.js';
 import { t } from '../staff/texts.js';
 
 const REFRESH_MS = 10_000;
@@ -52,6 +54,8 @@ export default async function dashboard({ root, params, signal }) {
   const sourcesChart = h('div', {});
   const sourcesTable = tableBox(t('dash.asTable'), t('org.tableOf', { what: t('dash.bySource') }));
   const funnelChart = h('div', {});
+  const moneyBox = h('div', {}, spinner());
+  let moneyShown = null;
   const updated = h('p', { class: 'hint' });
 
   const section = (id, title, ...children) =>
@@ -114,10 +118,28 @@ export default async function dashboard({ root, params, signal }) {
       h('p', { class: 'hint' }, t('dash.funnelRates')));
   }
 
+  // Redrawn only when it changed, so a refresh never takes the focus from its table.
+  function drawMoney(lines) {
+    const shown = JSON.stringify(lines);
+    if (shown === moneyShown) return;
+    moneyShown = shown;
+    fill(moneyBox, lines.length ? [byCurrency(lines), h('p', { class: 'hint' }, t('money.netHint'))] : h('p', {}, t('money.none')));
+  }
+
+  // The money's own failure leaves its last figures (or says why there are none) and the
+  // analytics drawn.
+  const money = () => api.get(`/events/${event.id}/revenue`, { signal })
+    .then((r) => drawMoney(r.currencies || []))
+    .catch((e) => {
+      if (e.name === 'AbortError' || e.status === 401) throw e;
+      if (moneyShown === null) fill(moneyBox, h('p', {}, e.message));
+    });
+
   async function refresh() {
     const [d, f] = await Promise.all([
       api.get(`/analytics/events/${event.id}/dashboard`, { signal }),
       api.get(`/analytics/events/${event.id}/funnel`, { signal }),
+      money(),
     ]);
     drawTotals(d);
     drawDaily(d.byDay);
@@ -134,6 +156,7 @@ export default async function dashboard({ root, params, signal }) {
       h('a', { href: `/org/events/${event.id}` }, t('dash.toEvent'))),
     h('p', { class: 'hint' }, t('dash.live')), updated,
     section('dash-totals', t('dash.totals'), totalsBox),
+    section('dash-money', t('money.title'), moneyBox),
     section('dash-daily', t('dash.byDay'), daily, dailyTable.el),
     section('dash-types', t('dash.byType'), typesChart, typesTable.el),
     section('dash-sources', t('dash.bySource'), sourcesChart, sourcesTable.el),

@@ -1,5 +1,5 @@
 // "/org/events/{id}": one event of the organization: its life cycle, its fields, its cover,
-// its ticket types, its registrations and the export of its figures.
+// its ticket types, its registrations (and their refunds) and the export of its figures.
 //   GET    /api/v1/events/{id}
 //   POST   /api/v1/events/{id}/publish|unpublish|complete|cancel,  DELETE /api/v1/events/{id}
 //   PUT    /api/v1/events/{id}                       fields; {coverImageId} for the cover
@@ -10,6 +10,8 @@
 //   GET    /api/v1/events/{id}/registrations?status&ticketTypeId&page&size&sort
 //   GET    /api/v1/events/{id}/registrations/export?status&ticketTypeId   CSV of every one, saved from a Blob
 //   POST   /api/v1/registrations/{id}/check-in, /registrations/{id}/mark-paid,  DELETE /registrations/{id}
+//   POST   /api/v1/registrations/{id}/refund   201 the refund; 409 refunded already; 422 nothing paid
+//   GET    /api/v1/events/{id}/refunds (staff/refunds.js)
 //   POST   /api/v1/analytics/export {eventId, organizationId, dateFrom, dateTo, format}
 import { api } from '../api.js';
 import { announce, badge, fill, h, setTitle, spinner } from '../dom.js';
@@ -20,6 +22,8 @@ import { eventForm } from '../staff/event-form.js';
 import {
   download, fromMinor, imagePicker, invalid, isoToZoned, lifecycle, needOrg, orgNav, pager, scroller, tenantId, toMinor, upload, zonedToIso,
 } from '../staff/kit.js';
+import { amount } from '../staff/money.js';
+import { refundable, refundsSection, whoOf } from '../staff/refunds.js';
 import { t, tn } from '../staff/texts.js';
 
 const REG_STATUSES = ['RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN', 'CANCELLED', 'EXPIRED'];
@@ -275,7 +279,8 @@ export default async function orgEvent({ root, params, signal }) {
     newType.querySelector('input').focus();
   });
 
-  // ---- Registrations ----
+  // ---- Registrations and their refunds ----
+  const refunds = refundsSection(event, signal);
   const regFilter = { status: '', ticketTypeId: '', page: 0 };
   const regBox = h('div', { class: 'results' });
   const typeSelect = h('div', {});
@@ -325,11 +330,12 @@ export default async function orgEvent({ root, params, signal }) {
     },
   }, t('reg.download'));
 
-  async function regAction(call, message) {
+  // `message` a text, or made of the answer; `after` reloads more than the registrations.
+  async function regAction(call, message, after) {
     try {
-      await call();
-      announce(message);
-      await loadRegs(false);
+      const answer = await call();
+      announce(typeof message === 'function' ? message(answer) : message);
+      await Promise.all([loadRegs(false), after?.()]);
       regBox.querySelector('[role=region]')?.focus();
     } catch (e) {
       announce(e.message, 'error');
@@ -337,7 +343,7 @@ export default async function orgEvent({ root, params, signal }) {
   }
 
   function regActions(r) {
-    const who = `${r.firstName} ${r.lastName}`.trim() || r.email || r.confirmationCode;
+    const who = whoOf(r);
     return h('td', { class: 'row-actions' },
       r.status === 'CONFIRMED' && h('button', {
         type: 'button',
@@ -351,6 +357,17 @@ export default async function orgEvent({ root, params, signal }) {
           }
         },
       }, t('reg.markPaid'), forTitle(`: ${who}`)),
+      // A held seat is freed; the money goes back through the provider it came by.
+      refundable(r) && h('button', {
+        type: 'button',
+        class: 'danger',
+        onclick: () => {
+          if (window.confirm(t('refunds.confirm', { who }))) {
+            regAction(() => api.post(`/registrations/${r.id}/refund`),
+              (f) => t('refunds.done', { who, amount: amount(f.amountCents, f.currency) }), () => refunds.load(false));
+          }
+        },
+      }, t('refunds.refund'), forTitle(`: ${who}`)),
       ['RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'].includes(r.status) && h('button', {
         type: 'button',
         class: 'danger',
@@ -368,6 +385,7 @@ export default async function orgEvent({ root, params, signal }) {
     const page = await api.get(`/events/${event.id}/registrations?${q}`, { signal });
     regBox.removeAttribute('aria-busy');
     const typeName = new Map(types.map((x) => [x.id, x.name]));
+    page.data.forEach((r) => refunds.names.set(r.id, whoOf(r)));
     fill(regBox,
       h('p', { class: 'count' }, tn('reg.found', page.totalElements)),
       page.data.length ? scroller(t('reg.title'), h('table', {},
@@ -440,6 +458,7 @@ export default async function orgEvent({ root, params, signal }) {
       h('h2', { id: 'reg-title' }, t('reg.title')), regForm,
       h('div', { class: 'actions' }, regDownload, h('p', { class: 'hint', id: 'reg-download-hint' }, t('reg.downloadHint'))),
       regBox),
+    refunds.el,
     h('section', { 'aria-labelledby': 'export-title' },
       h('h2', { id: 'export-title' }, t('export.title')), h('p', { class: 'hint' }, t('export.what')), exportForm));
   typesBox.replaceChildren(spinner());
@@ -449,5 +468,7 @@ export default async function orgEvent({ root, params, signal }) {
     loadCover(),
   ]);
   await loadRegs(false).catch((e) => { if (e.name !== 'AbortError') regBox.replaceChildren(h('p', {}, e.message)); });
+  // After the registrations, whose names it then need not ask for.
+  await refunds.load(false).catch(() => {});
   return picker.release;
 }

@@ -7,11 +7,14 @@
 //        checkedIn, viewToRegistrationRate, registrationToCheckinRate,
 //        events: [{eventId, …the same figures}]} (by registrations, most first)
 //   GET /api/v1/events/{id}   each event's title (the report carries ids only); 404: deleted
+//   GET /api/v1/events/revenue?from&to   the same period: {totals: [MoneyDto], events: [{eventId,
+//       title, …MoneyDto}]} (one line per event and currency, most received first)
 import { api } from '../api.js';
 import { announce, fill, h, setTitle, spinner } from '../dom.js';
 import { field, form, showErrors, submitButton } from '../forms.js';
 import { bars, number, percent, totals } from '../staff/charts.js';
 import { invalid, needOrg, orgNav, scroller, tenantId } from '../staff/kit.js';
+import { byCurrency, moneyTable } from '../staff/money.js';
 import { t, tn } from '../staff/texts.js';
 
 const DAY = 864e5;
@@ -54,6 +57,7 @@ export default async function orgReport({ root, query, signal }) {
   const chart = h('div', {});
   const table = h('div', {});
   const results = h('div', { class: 'results' }, spinner());
+  const moneyBox = h('div', { class: 'results' }, spinner());
 
   async function loadTitles(ids) {
     const missing = ids.filter((id) => !titles.has(id));
@@ -103,11 +107,42 @@ export default async function orgReport({ root, query, signal }) {
     h('p', { class: 'hint' }, t('rep.tableHint')));
   }
 
+  function drawMoney(m) {
+    const events = m.events || [];
+    if (!events.length) {
+      fill(moneyBox, h('p', {}, t('money.noneInPeriod')));
+      return;
+    }
+    fill(moneyBox,
+      byCurrency(m.totals || []),
+      moneyTable(t('money.byEvent'), t('rep.event'), events.map((e) => ({
+        head: h('a', { href: `/org/events/${e.eventId}/dashboard` }, e.title),
+        money: e,
+      }))),
+      h('p', { class: 'hint' }, t('money.netHint')));
+  }
+
+  // The money's failure is told in its section and leaves the figures drawn.
+  async function loadMoney(q) {
+    moneyBox.setAttribute('aria-busy', 'true');
+    try {
+      drawMoney(await api.get(`/events/revenue${q ? `?${q}` : ''}`, { signal }));
+    } catch (e) {
+      if (e.name === 'AbortError' || e.status === 401) throw e;
+      fill(moneyBox, h('p', {}, e.message));
+    } finally {
+      moneyBox.removeAttribute('aria-busy');
+    }
+  }
+
   async function load(p) {
     results.setAttribute('aria-busy', 'true');
     try {
       const q = String(apiPeriod(p));
-      const r = await api.get(`/analytics/organizations/${orgId}/report${q ? `?${q}` : ''}`, { signal });
+      const [r] = await Promise.all([
+        api.get(`/analytics/organizations/${orgId}/report${q ? `?${q}` : ''}`, { signal }),
+        loadMoney(q),
+      ]);
       await loadTitles((r.events || []).map((e) => e.eventId));
       draw(r);
       fill(results, count, chart, table);
@@ -136,6 +171,8 @@ export default async function orgReport({ root, query, signal }) {
     h('p', { class: 'hint' }, t('rep.help')),
     periodForm,
     h('section', { class: 'dash-section', 'aria-labelledby': 'rep-totals' }, h('h2', { id: 'rep-totals' }, t('rep.totals')), totalsBox),
+    h('section', { class: 'dash-section', 'aria-labelledby': 'rep-money' }, h('h2', { id: 'rep-money' }, t('money.period')),
+      h('p', { class: 'hint' }, t('money.periodHint')), moneyBox),
     h('section', { class: 'dash-section', 'aria-labelledby': 'rep-events' }, h('h2', { id: 'rep-events' }, t('rep.events')), results));
   await load(period).catch((e) => {
     if (e.name === 'AbortError' || e.status === 401) throw e;
