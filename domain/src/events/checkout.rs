@@ -91,12 +91,12 @@ impl CheckoutStatus {
     /// a late success after a decline or a close is still money received, so it is taken.
     pub fn may_become(self, to: CheckoutStatus) -> bool {
         use CheckoutStatus::*;
-        match (self, to) {
-            (Creating, Open) => true,
-            (Creating | Open, Declined | Closed) => true,
-            (Creating | Open | Declined | Closed, Paid) => true,
-            _ => false,
-        }
+        matches!(
+            (self, to),
+            (Creating, Open)
+                | (Creating | Open, Declined | Closed)
+                | (Creating | Open | Declined | Closed, Paid)
+        )
     }
 }
 

@@ -4,7 +4,7 @@
 //! the provider again for the same payment. What the provider finally says goes through
 //! `payments::receive`, the one function every payment passes.
 
-use super::payments::{self, Notice, Receipt};
+use super::payments::{self, Notice};
 use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
@@ -325,8 +325,9 @@ pub enum Settlement {
 /// What a settlement did.
 #[derive(Clone, Debug)]
 pub enum Settled {
-    /// The payment reached the registration.
-    Paid(Receipt),
+    /// The payment reached the registration, with this effect (confirmed, seat taken, refund
+    /// asked for).
+    Paid(domain::events::payments::PaymentOutcome),
     /// The checkout is declined; the registration keeps waiting for another attempt.
     Declined,
     /// Nothing changed (the checkout had already settled that way, or cannot move so).
@@ -381,7 +382,7 @@ pub async fn settle(
             if receipt.replayed {
                 Settled::Unchanged
             } else {
-                Settled::Paid(receipt)
+                Settled::Paid(receipt.outcome)
             }
         }
         Settlement::Declined if status.may_become(CheckoutStatus::Declined) => {
