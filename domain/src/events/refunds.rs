@@ -82,6 +82,15 @@ pub fn refund_due(was: RegistrationStatus, paid: i64, price_cents: i64) -> Optio
 /// Why a late payment is returned when no seat was left for it.
 pub const NO_SEAT: &str = "NO_SEAT";
 
+/// Why a payment is returned that came after its event was cancelled.
+pub const EVENT_CANCELLED_BEFORE_PAYMENT: &str = "EVENT_CANCELLED_BEFORE_PAYMENT";
+
+/// Whether a refund's reason is a payment that came too late to buy anything (the person is
+/// told at once that it goes back; other refunds are told when the money is back).
+pub fn came_too_late(reason: &str) -> bool {
+    reason == NO_SEAT || reason == EVENT_CANCELLED_BEFORE_PAYMENT
+}
+
 /// Why a payment that bought nothing is returned, as its `refund.requested` says: it did not
 /// cover the ticket, the event was cancelled before it came (the cancellation's own refunds
 /// say `EVENT_CANCELLED`), the registration (`status`) was already paid, or no seat was left.
@@ -93,7 +102,7 @@ pub fn refund_reason(
     if !covered {
         "AMOUNT_MISMATCH"
     } else if event_cancelled {
-        "EVENT_CANCELLED_BEFORE_PAYMENT"
+        EVENT_CANCELLED_BEFORE_PAYMENT
     } else if status.is_active() {
         "ALREADY_PAID"
     } else {

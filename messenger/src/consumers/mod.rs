@@ -17,7 +17,7 @@ use domain::contract::identity::UserChanged;
 use domain::contract::{self, DomainEvent};
 use domain::envelope::Envelope;
 use domain::events::payments::PaymentOutcome;
-use domain::events::refunds::NO_SEAT;
+use domain::events::refunds::came_too_late;
 use domain::events::registrations::{EVENT_CANCELLED, RegistrationStatus};
 use domain::i18n::Lang;
 use domain::ids::TenantId;
@@ -166,9 +166,10 @@ impl Projection for Notifier {
                     Planned::default()
                 }
             }
-            // A payment that came when no seat was left is told it goes back; other refunds
-            // (a cancelled event, an organizer's) are told when the money is back.
-            DomainEvent::RefundRequested(r) if r.reason == NO_SEAT => self
+            // A payment that came too late (no seat left, or the event cancelled) is told it goes
+            // back; other refunds (a cancelled event's tickets, an organizer's) are told when
+            // the money is back.
+            DomainEvent::RefundRequested(r) if came_too_late(&r.reason) => self
                 .about_money(
                     tx,
                     envelope,

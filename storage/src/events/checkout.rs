@@ -254,11 +254,18 @@ pub async fn opened(
             &format!(
                 "UPDATE event_service.checkouts c SET provider_payment_id = $2, payment_url = $3,
                     provider_charge_id = COALESCE($4, c.provider_charge_id),
-                    status = CASE WHEN c.status = 'CREATING' THEN 'OPEN' ELSE c.status END, updated_at = $5
+                    status = CASE WHEN c.status = 'CREATING' THEN 'OPEN' ELSE c.status END,
+                    cancel_due = c.cancel_due OR c.status = 'CLOSED', updated_at = $5
                  WHERE c.id = $1
                  RETURNING {COLUMNS}"
             ),
-            &[&id, &answer.payment_id, &answer.payment_url, &answer.charge_id, &now],
+            &[
+                &id,
+                &answer.payment_id,
+                &answer.payment_url,
+                &answer.charge_id,
+                &now,
+            ],
         )
         .await?
         .ok_or_else(Refusal::not_found)?;
