@@ -225,7 +225,7 @@ pub struct NotificationResult {
 /// before anything changes. A payment bilet did not open is acknowledged (200) and ignored.
 #[utoipa::path(post, path = "/api/v1/payments/providers/{provider}/notifications", tag = "registrations",
     request_body(content = Object, content_type = "application/json", description = "The notification as the provider sends it"),
-    params(("provider" = String, Path, description = "yookassa, stripe or test")),
+    params(("provider" = ProviderKind, Path, description = "yookassa, stripe or test")),
     responses((status = 200, body = NotificationResult), (status = 400, body = crate::error::ErrorBody),
         (status = 401, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
         (status = 503, body = crate::error::ErrorBody)))]
@@ -242,7 +242,7 @@ pub async fn notification(
 /// account settings show). Checked as the platform's are, with the organization's keys.
 #[utoipa::path(post, path = "/api/v1/payments/providers/{provider}/notifications/{organization}", tag = "registrations",
     request_body(content = Object, content_type = "application/json", description = "The notification as the provider sends it"),
-    params(("provider" = String, Path, description = "yookassa or stripe"), ("organization" = Uuid, Path, description = "The organization")),
+    params(("provider" = ProviderKind, Path, description = "yookassa or stripe (test: 404)"), ("organization" = Uuid, Path, description = "The organization")),
     responses((status = 200, body = NotificationResult), (status = 400, body = crate::error::ErrorBody),
         (status = 401, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
         (status = 503, body = crate::error::ErrorBody)))]

@@ -152,7 +152,7 @@ pub async fn list(
 /// payments in that provider's currencies then go to it. The keys are stored sealed and never
 /// shown again; without `PAYMENTS_CREDENTIALS_KEY` on the installation: 503.
 #[utoipa::path(put, path = "/api/v1/payments/accounts/{provider}", tag = "registrations", request_body = AccountRequest,
-    params(("provider" = String, Path, description = "yookassa or stripe")),
+    params(("provider" = ProviderKind, Path, description = "yookassa or stripe (test: 404)")),
     responses((status = 200, body = AccountDto), (status = 400, body = crate::error::ErrorBody),
         (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
         (status = 503, body = crate::error::ErrorBody)))]
@@ -173,7 +173,7 @@ pub async fn put(
 
 /// Removes the organization's own account at a provider (the owner).
 #[utoipa::path(delete, path = "/api/v1/payments/accounts/{provider}", tag = "registrations",
-    params(("provider" = String, Path, description = "yookassa or stripe")),
+    params(("provider" = ProviderKind, Path, description = "yookassa or stripe (test: 404)")),
     responses((status = 204), (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
 pub async fn delete(
     State(state): State<AppState>,
