@@ -117,25 +117,15 @@ impl Payments {
         payment_accounts::delete(&self.db, tenant, user, provider).await
     }
 
-    /// Which providers `tenant`'s own accounts cover.
-    pub(crate) async fn own_accounts(&self, tenant: TenantId) -> storage::Result<Configured> {
-        let stored = payment_accounts::of_tenant(&self.db, tenant).await?;
-        Ok(Configured {
-            yookassa: stored.iter().any(|a| a.provider == ProviderKind::YooKassa),
-            stripe: stored.iter().any(|a| a.provider == ProviderKind::Stripe),
+    /// Which providers `accounts` (an organization's own) cover.
+    pub(crate) fn covered(accounts: &[StoredAccount]) -> Configured {
+        Configured {
+            yookassa: accounts
+                .iter()
+                .any(|a| a.provider == ProviderKind::YooKassa),
+            stripe: accounts.iter().any(|a| a.provider == ProviderKind::Stripe),
             test: false,
-        })
-    }
-
-    /// Whether `tenant`'s YooKassa account sends receipts.
-    pub(crate) async fn receipts_of(&self, account: Option<TenantId>) -> storage::Result<bool> {
-        let Some(tenant) = account else {
-            return Ok(self.receipts);
-        };
-        let stored = payment_accounts::of_tenant(&self.db, tenant).await?;
-        Ok(stored
-            .iter()
-            .any(|a| a.provider == ProviderKind::YooKassa && a.receipts))
+        }
     }
 
     /// The provider of `kind` for `account` (an organization's own, or the platform's when
@@ -148,13 +138,15 @@ impl Payments {
         let Some(tenant) = account else {
             return Ok(self.provider(kind));
         };
-        let Some(sealer) = &self.sealer else {
-            return Ok(None);
-        };
         let stored = payment_accounts::of_tenant(&self.db, tenant).await?;
-        let Some(found) = stored.into_iter().find(|a| a.provider == kind) else {
-            return Ok(None);
-        };
+        Ok(self.own_provider(stored.iter().find(|a| a.provider == kind)))
+    }
+
+    /// The provider an organization's stored account speaks to, its keys opened; None when
+    /// there is no account or its keys do not open.
+    pub(crate) fn own_provider(&self, found: Option<&StoredAccount>) -> Option<Arc<dyn Provider>> {
+        let (found, sealer) = (found?, self.sealer.as_ref()?);
+        let (tenant, kind) = (found.tenant_id, found.provider);
         let open = |sealed: &[u8]| -> Result<Secret, Unreadable> {
             sealer.open(tenant, kind, sealed).map(Secret::new)
         };
@@ -162,17 +154,16 @@ impl Payments {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(tenant = %tenant.as_uuid(), provider = kind.as_str(), error = %e, "organization's provider key unreadable");
-                return Ok(None);
+                return None;
             }
         };
         let p = &self.settings;
-        Ok(match kind {
+        match kind {
             ProviderKind::YooKassa => Some(Arc::new(YooKassa::new(
                 self.client.clone(),
-                &p.yookassa_api_url,
+                p,
                 &found.shop_id,
                 secret,
-                p.yookassa_vat_code,
             ))),
             ProviderKind::Stripe => {
                 let webhook = found
@@ -181,12 +172,12 @@ impl Payments {
                     .and_then(|w| open(w).ok());
                 Some(Arc::new(Stripe::new(
                     self.client.clone(),
-                    &p.stripe_api_url,
+                    p,
                     secret,
                     webhook,
                 )))
             }
             ProviderKind::Test => None,
-        })
+        }
     }
 }

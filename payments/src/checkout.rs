@@ -24,8 +24,10 @@ impl Payments {
         let tenant = storage::events::payment_accounts::tenant_of_registration(&self.db, id)
             .await?
             .ok_or_else(Refusal::not_found)?;
-        let (platform, own) = (self.configured(), self.own_accounts(tenant).await?);
-        let chosen = self.chosen;
+        // Read once: which providers they cover, which one takes this payment, its receipts.
+        let accounts = storage::events::payment_accounts::of_tenant(&self.db, tenant).await?;
+        let (platform, own) = (self.configured(), Self::covered(&accounts));
+        let chosen = self.settings.provider;
         let opening = checkout::open(
             &self.db,
             user,
@@ -42,10 +44,15 @@ impl Payments {
         if current.status != CheckoutStatus::Creating {
             return Ok(current);
         }
-        let provider = self
-            .provider_for(current.provider, current.account)
-            .await?
-            .ok_or_else(|| Refusal::from(EventRefusal::PaymentsNotConfigured))?;
+        // The account that took the payment (a checkout opened earlier keeps its own).
+        let own = current
+            .account
+            .and_then(|_| accounts.iter().find(|a| a.provider == current.provider));
+        let provider = match current.account {
+            Some(_) => self.own_provider(own),
+            None => self.provider(current.provider),
+        }
+        .ok_or_else(|| Refusal::from(EventRefusal::PaymentsNotConfigured))?;
         let request = PaymentRequest {
             idempotency_key: current.idempotency_key.clone(),
             registration: current.registration_id,
@@ -54,7 +61,10 @@ impl Payments {
             description: opening.order.description,
             return_url: format!("{}/me/tickets/{}", self.public_url, current.registration_id),
             email: opening.order.email,
-            receipt: self.receipts_of(current.account).await?,
+            receipt: match current.account {
+                Some(_) => own.is_some_and(|a| a.receipts),
+                None => self.settings.yookassa_receipts,
+            },
             expires_at: current.expires_at,
         };
         match provider.create(&request).await {

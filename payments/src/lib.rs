@@ -30,12 +30,10 @@ pub struct Payments {
     client: reqwest::Client,
     settings: Arc<PaymentsConfig>,
     sealer: Option<credentials::Sealer>,
-    chosen: ProviderKind,
     test: Option<Arc<TestProvider>>,
     yookassa: Option<Arc<dyn Provider>>,
     stripe: Option<Arc<dyn Provider>>,
     public_url: String,
-    receipts: bool,
 }
 
 impl Payments {
@@ -63,19 +61,14 @@ impl Payments {
             .map(|key| {
                 Arc::new(yookassa::YooKassa::new(
                     client.clone(),
-                    &p.yookassa_api_url,
-                    p.yookassa_shop_id.trim(),
+                    p,
+                    &p.yookassa_shop_id,
                     key,
-                    p.yookassa_vat_code,
                 )) as Arc<dyn Provider>
             });
         let stripe = p.stripe_secret_key.clone().map(|key| {
-            Arc::new(stripe::Stripe::new(
-                client.clone(),
-                &p.stripe_api_url,
-                key,
-                p.stripe_webhook_secret.clone(),
-            )) as Arc<dyn Provider>
+            let webhook = p.stripe_webhook_secret.clone();
+            Arc::new(stripe::Stripe::new(client.clone(), p, key, webhook)) as Arc<dyn Provider>
         });
         Payments {
             db,
@@ -85,12 +78,10 @@ impl Payments {
                 .credentials_key
                 .as_ref()
                 .map(|k| credentials::Sealer::new(k.expose())),
-            chosen: p.provider,
             test,
             yookassa,
             stripe,
             public_url: config.http.public_url.trim_end_matches('/').to_string(),
-            receipts: p.yookassa_receipts,
         }
     }
 

@@ -8,7 +8,7 @@ use crate::provider::{
 };
 use async_trait::async_trait;
 use chrono::{Duration, Utc};
-use domain::config::Secret;
+use domain::config::{PaymentsConfig, Secret};
 use domain::events::checkout::ProviderKind;
 use domain::events::payments::verify_signature;
 use serde::Deserialize;
@@ -28,17 +28,17 @@ const SHORTEST_SESSION: Duration = Duration::minutes(31);
 const LONGEST_SESSION: Duration = Duration::hours(23);
 
 impl Stripe {
-    /// The account of `secret_key` at `api` (`https://api.stripe.com`); its notifications are
-    /// checked with `webhook_secret` (without it they are refused).
+    /// The account of `secret_key` at the API of `settings`; its notifications are checked
+    /// with `webhook_secret` (without it they are refused).
     pub fn new(
         client: reqwest::Client,
-        api: &str,
+        settings: &PaymentsConfig,
         secret_key: Secret,
         webhook_secret: Option<Secret>,
     ) -> Stripe {
         Stripe {
             client,
-            api: api.trim_end_matches('/').to_string(),
+            api: settings.stripe_api_url.trim_end_matches('/').to_string(),
             secret_key,
             webhook_secret,
         }

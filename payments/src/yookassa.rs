@@ -9,7 +9,7 @@ use crate::provider::{
     RefundAnswer, RefundRequest, classify, unavailable,
 };
 use async_trait::async_trait;
-use domain::config::Secret;
+use domain::config::{PaymentsConfig, Secret};
 use domain::events::checkout::{ProviderKind, decimal_amount, parse_decimal_amount};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -24,20 +24,19 @@ pub struct YooKassa {
 }
 
 impl YooKassa {
-    /// The shop `shop_id` at `api` (`https://api.yookassa.ru/v3`).
+    /// The shop `shop_id` at the API and with the receipts' VAT code of `settings`.
     pub fn new(
         client: reqwest::Client,
-        api: &str,
+        settings: &PaymentsConfig,
         shop_id: &str,
         secret_key: Secret,
-        vat_code: u8,
     ) -> YooKassa {
         YooKassa {
             client,
-            api: api.trim_end_matches('/').to_string(),
-            shop_id: shop_id.to_string(),
+            api: settings.yookassa_api_url.trim_end_matches('/').to_string(),
+            shop_id: shop_id.trim().to_string(),
             secret_key,
-            vat_code,
+            vat_code: settings.yookassa_vat_code,
         }
     }
 

@@ -489,35 +489,6 @@ async fn a_participant_registers_with_the_keyboard_alone() {
     );
 }
 
-/// A published event at `/e/{slug}` with one paid ticket type (1,500.00 RUB, 30 minutes to pay,
-/// the shape of the payment tests): (event id, slug).
-async fn paid_with_slug(
-    ctx: &Ctx,
-    owner: &crate::identity::Session,
-    title: &str,
-) -> (String, String) {
-    let slug = format!("paid-{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
-    let starts = (chrono::Utc::now() + chrono::Duration::days(10)).to_rfc3339();
-    let created = ctx
-        .post(
-            "/api/v1/events",
-            Some(&owner.access),
-            json!({"title": title, "slug": slug, "startsAt": starts, "description": "Arias by candlelight."}),
-        )
-        .await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    let event = created.body["id"].as_str().unwrap().to_string();
-    crate::payments::another_type(ctx, owner, &event, crate::payments::paid("RUB", 5)).await;
-    let published = ctx
-        .post_empty(
-            &format!("/api/v1/events/{event}/publish"),
-            Some(&owner.access),
-        )
-        .await;
-    assert_eq!(published.status, 200, "{}", published.body);
-    (event, slug)
-}
-
 #[tokio::test]
 async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
     // The test provider's payment link is made of `http.public_url`: the gateway listens there,
@@ -539,7 +510,9 @@ async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
     let (owner, _) = ctx.owner(&admin).await;
     let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
     let title = format!("Paid arias {suffix}");
-    let (_, slug) = paid_with_slug(&ctx, &owner, &title).await;
+    // One paid type: 1,500.00 RUB, 30 minutes to pay (the payment tests' shape).
+    let paid = crate::payments::paid("RUB", 5);
+    let (_, slug) = crate::web::published_with_types(&ctx, &owner, &title, &[paid]).await;
     let participant = ctx.user().await;
 
     let (result, artifacts) = run(

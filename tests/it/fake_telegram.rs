@@ -65,11 +65,7 @@ impl FakeTelegram {
     pub async fn start() -> FakeTelegram {
         let inner = Arc::new(Inner::default());
         let app = Router::new().fallback(handle).with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
+        let url = crate::support::serve(app).await;
         FakeTelegram { inner, url }
     }
 

@@ -104,6 +104,15 @@ pub fn test_config() -> Config {
     config
 }
 
+/// Serves `app` on an OS-chosen port of 127.0.0.1 for the rest of the test: its base URL
+/// (`http://127.0.0.1:port`). The fakes of outside services the tests serve start this way.
+pub async fn serve(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
 /// A port no one listens on right now, for processes started by a test.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

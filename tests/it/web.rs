@@ -69,6 +69,17 @@ async fn pages_answer_the_shell_and_files_come_typed_without_a_token() {
 
 /// A published event with a readable address and two free ticket types: (id, slug).
 pub async fn published_with_slug(ctx: &Ctx, owner: &Session, title: &str) -> (String, String) {
+    let free = |name: &str| json!({"name": name, "quantity": 50});
+    published_with_types(ctx, owner, title, &[free("Stalls"), free("Balcony")]).await
+}
+
+/// A published event at `/e/{slug}` with these ticket types: (event id, slug).
+pub async fn published_with_types(
+    ctx: &Ctx,
+    owner: &Session,
+    title: &str,
+    types: &[serde_json::Value],
+) -> (String, String) {
     let slug = format!("show-{}", &uuid::Uuid::now_v7().simple().to_string()[20..]);
     let starts = (chrono::Utc::now() + chrono::Duration::days(10)).to_rfc3339();
     let created = ctx
@@ -80,12 +91,12 @@ pub async fn published_with_slug(ctx: &Ctx, owner: &Session, title: &str) -> (St
         .await;
     assert_eq!(created.status, 201, "{}", created.body);
     let event = created.body["id"].as_str().unwrap().to_string();
-    for name in ["Stalls", "Balcony"] {
+    for ticket in types {
         let t = ctx
             .post(
                 &format!("/api/v1/events/{event}/ticket-types"),
                 Some(&owner.access),
-                json!({"name": name, "quantity": 50}),
+                ticket.clone(),
             )
             .await;
         assert_eq!(t.status, 201, "{}", t.body);

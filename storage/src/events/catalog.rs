@@ -309,6 +309,18 @@ pub async fn list(
 }
 
 /// One event, if the scope may see it.
+/// Refuses (not found) an event that is not `tenant`'s own, even one its scope may read
+/// (another organization's public event).
+pub(crate) async fn require_own(tx: &crate::Tx, tenant: TenantId, event: Uuid) -> Result<()> {
+    tx.query_opt(
+        "SELECT 1 FROM event_service.events WHERE id = $1 AND tenant_id = $2",
+        &[&event, &tenant.as_uuid()],
+    )
+    .await?
+    .ok_or_else(Refusal::not_found)?;
+    Ok(())
+}
+
 pub async fn get(db: &Database, scope: Scope, id: Uuid) -> Result<Event> {
     one_where(db, scope, "id = $1", &id).await
 }

@@ -379,17 +379,8 @@ pub async fn of_event(
 ) -> Result<Vec<Refund>> {
     let scope = Scope::tenant(tenant, Some(user));
     let tx = db.begin(scope).await?;
-    let ours = tx
-        .query_opt(
-            "SELECT 1 FROM event_service.events WHERE id = $1 AND tenant_id = $2",
-            &[&event, &tenant.as_uuid()],
-        )
-        .await?
-        .is_some();
+    super::catalog::require_own(&tx, tenant, event).await?;
     tx.commit().await?;
-    if !ours {
-        return Err(Refusal::not_found().into());
-    }
     let filter = RefundFilter {
         event: Some(event),
         ..RefundFilter::default()

@@ -6,7 +6,6 @@
 use crate::db::{Database, Scope};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
-use domain::error::Refusal;
 use domain::ids::{TenantId, UserId};
 use uuid::Uuid;
 
@@ -73,16 +72,7 @@ async fn read(
 ) -> Result<Vec<Revenue>> {
     let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
     if let Some(event) = event {
-        let ours = tx
-            .query_opt(
-                "SELECT 1 FROM event_service.events WHERE id = $1 AND tenant_id = $2",
-                &[&event, &tenant.as_uuid()],
-            )
-            .await?
-            .is_some();
-        if !ours {
-            return Err(Refusal::not_found().into());
-        }
+        super::catalog::require_own(&tx, tenant, event).await?;
     }
     let rows = tx
         .query(SQL, &[&tenant.as_uuid(), &event, &from, &to])

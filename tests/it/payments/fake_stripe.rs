@@ -218,11 +218,8 @@ impl FakeStripe {
             .route("/v1/checkout/sessions/{id}/expire", post(expire_session))
             .route("/v1/refunds", post(create_refund))
             .with_state(account.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         FakeStripe {
-            api: format!("http://{addr}"),
+            api: crate::support::serve(app).await,
             account,
         }
     }

@@ -149,20 +149,38 @@ fn check_payment(body: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// What every creating call must bring: the shop's credentials, an idempotency key and a JSON
+/// body that `check` finds right. The key and body, or the refusal.
+fn creating(
+    shop: &Shared,
+    headers: &HeaderMap,
+    body: &str,
+    check: fn(&Value) -> Result<(), String>,
+) -> Result<(String, Value), Response> {
+    if !authorized(headers) {
+        return Err(refuse(
+            shop,
+            StatusCode::UNAUTHORIZED,
+            "bad credentials".into(),
+        ));
+    }
+    let key = key(headers).map_err(|why| refuse(shop, StatusCode::BAD_REQUEST, why))?;
+    let Ok(request) = serde_json::from_str::<Value>(body) else {
+        return Err(refuse(
+            shop,
+            StatusCode::BAD_REQUEST,
+            "body is not JSON".into(),
+        ));
+    };
+    check(&request).map_err(|why| refuse(shop, StatusCode::BAD_REQUEST, why))?;
+    Ok((key, request))
+}
+
 async fn create_payment(State(shop): State<Shared>, headers: HeaderMap, body: String) -> Response {
-    if !authorized(&headers) {
-        return refuse(&shop, StatusCode::UNAUTHORIZED, "bad credentials".into());
-    }
-    let key = match key(&headers) {
-        Ok(k) => k,
-        Err(why) => return refuse(&shop, StatusCode::BAD_REQUEST, why),
+    let (key, request) = match creating(&shop, &headers, &body, check_payment) {
+        Ok(checked) => checked,
+        Err(refused) => return refused,
     };
-    let Ok(request) = serde_json::from_str::<Value>(&body) else {
-        return refuse(&shop, StatusCode::BAD_REQUEST, "body is not JSON".into());
-    };
-    if let Err(why) = check_payment(&request) {
-        return refuse(&shop, StatusCode::BAD_REQUEST, why);
-    }
     let (payment, delay) = {
         let mut s = shop.lock().unwrap();
         let payment = match s.payment_keys.get(&key) {
@@ -203,19 +221,10 @@ async fn get_payment(
 }
 
 async fn create_refund(State(shop): State<Shared>, headers: HeaderMap, body: String) -> Response {
-    if !authorized(&headers) {
-        return refuse(&shop, StatusCode::UNAUTHORIZED, "bad credentials".into());
-    }
-    let key = match key(&headers) {
-        Ok(k) => k,
-        Err(why) => return refuse(&shop, StatusCode::BAD_REQUEST, why),
+    let (key, request) = match creating(&shop, &headers, &body, |r| money_ok(&r["amount"])) {
+        Ok(checked) => checked,
+        Err(refused) => return refused,
     };
-    let Ok(request) = serde_json::from_str::<Value>(&body) else {
-        return refuse(&shop, StatusCode::BAD_REQUEST, "body is not JSON".into());
-    };
-    if let Err(why) = money_ok(&request["amount"]) {
-        return refuse(&shop, StatusCode::BAD_REQUEST, why);
-    }
     let (refund, delay) = {
         let mut s = shop.lock().unwrap();
         s.refund_requests.push(key.clone());
@@ -291,11 +300,8 @@ impl FakeYooKassa {
             .route("/v3/refunds", post(create_refund))
             .route("/v3/refunds/{id}", get(get_refund))
             .with_state(shop.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         FakeYooKassa {
-            api: format!("http://{addr}/v3"),
+            api: format!("{}/v3", crate::support::serve(app).await),
             shop,
         }
     }

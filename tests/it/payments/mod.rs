@@ -57,6 +57,19 @@ pub async fn status(ctx: &Ctx, user: &Session, registration: &str) -> String {
     r.body["status"].as_str().unwrap().to_string()
 }
 
+/// Lets `registration`'s reservation (of at most five minutes) run out: the clock moves six
+/// minutes and its owner sees it EXPIRED.
+pub async fn lapse(ctx: &Ctx, user: &Session, registration: &str) {
+    ctx.clock.advance(chrono::Duration::minutes(6));
+    assert!(
+        eventually(10, || async {
+            status(ctx, user, registration).await == "EXPIRED"
+        })
+        .await,
+        "{registration} ran out"
+    );
+}
+
 /// The refunds of a registration as `user` sees them.
 pub async fn refunds(ctx: &Ctx, user: &Session, registration: &str) -> Vec<Value> {
     let r = ctx

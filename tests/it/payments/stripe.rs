@@ -3,10 +3,10 @@
 //! reservation expired at Stripe.
 
 use super::fake_stripe::{FakeStripe, SECRET_KEY, WEBHOOK_SECRET, event, sign};
-use super::{checkout, notify, on_sale, paid, refund_settles, reserve, status};
+use super::{checkout, lapse, notify, on_sale, paid, refund_settles, reserve, status};
 use crate::identity::Ctx;
 use crate::support::eventually;
-use chrono::{Duration, Utc};
+use chrono::Utc;
 use domain::events::checkout::ProviderKind;
 use serde_json::json;
 
@@ -161,8 +161,7 @@ async fn the_session_of_a_lapsed_reservation_is_expired_at_stripe() {
     let session = fake.session_of(&id);
     // Stripe keeps a session at least 30 minutes; bilet closes it when the seat is let go.
     assert!(session["expires_at"].as_i64().unwrap() >= Utc::now().timestamp() + 30 * 60);
-    ctx.clock.advance(Duration::minutes(6));
-    assert!(eventually(10, || async { status(&ctx, &bob, &id).await == "EXPIRED" }).await);
+    lapse(&ctx, &bob, &id).await;
     assert!(
         eventually(10, || async {
             fake.expired() == vec![session["id"].as_str().unwrap().to_string()]

@@ -3,11 +3,11 @@
 //! payments after a lapse.
 
 use super::{
-    checkout, notify, on_sale, page_path, paid, press, refund_settles, refunds, reserve, status,
+    checkout, lapse, notify, on_sale, page_path, paid, press, refund_settles, refunds, reserve,
+    status,
 };
 use crate::identity::{Ctx, Session};
 use crate::support::{SERVICE_SECRET, eventually};
-use chrono::Duration;
 use serde_json::{Value, json};
 
 async fn owner(ctx: &Ctx) -> Session {
@@ -407,13 +407,7 @@ async fn a_lapsed_reservation_paid_late_takes_a_free_seat_or_is_refunded() {
         .as_str()
         .unwrap()
         .to_string();
-    ctx.clock.advance(Duration::minutes(6));
-    assert!(
-        eventually(10, || async {
-            status(&ctx, &ann, &a_id).await == "EXPIRED"
-        })
-        .await
-    );
+    lapse(&ctx, &ann, &a_id).await;
     assert!(
         eventually(10, || async {
             let c = ctx
@@ -448,13 +442,7 @@ async fn a_lapsed_reservation_paid_late_takes_a_free_seat_or_is_refunded() {
         .as_str()
         .unwrap()
         .to_string();
-    ctx.clock.advance(Duration::minutes(6));
-    assert!(
-        eventually(10, || async {
-            status(&ctx, &bob, &b_id).await == "EXPIRED"
-        })
-        .await
-    );
+    lapse(&ctx, &bob, &b_id).await;
     let c: Value = reserve(&ctx, &cid, &event, &other_seat).await;
     assert_eq!(c["status"], "RESERVED");
     assert_eq!(press(&ctx, &b_url, "pay").await.status(), 303);
