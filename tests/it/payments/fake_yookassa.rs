@@ -150,36 +150,26 @@ fn check_payment(body: &Value) -> Result<(), String> {
 }
 
 /// What every creating call must bring: the shop's credentials, an idempotency key and a JSON
-/// body that `check` finds right. The key and body, or the refusal.
+/// body that `check` finds right. The key and body, or the status and reason to refuse with.
 fn creating(
-    shop: &Shared,
     headers: &HeaderMap,
     body: &str,
     check: fn(&Value) -> Result<(), String>,
-) -> Result<(String, Value), Response> {
+) -> Result<(String, Value), (StatusCode, String)> {
     if !authorized(headers) {
-        return Err(refuse(
-            shop,
-            StatusCode::UNAUTHORIZED,
-            "bad credentials".into(),
-        ));
+        return Err((StatusCode::UNAUTHORIZED, "bad credentials".into()));
     }
-    let key = key(headers).map_err(|why| refuse(shop, StatusCode::BAD_REQUEST, why))?;
-    let Ok(request) = serde_json::from_str::<Value>(body) else {
-        return Err(refuse(
-            shop,
-            StatusCode::BAD_REQUEST,
-            "body is not JSON".into(),
-        ));
-    };
-    check(&request).map_err(|why| refuse(shop, StatusCode::BAD_REQUEST, why))?;
+    let key = key(headers).map_err(|why| (StatusCode::BAD_REQUEST, why))?;
+    let request = serde_json::from_str::<Value>(body)
+        .map_err(|_| (StatusCode::BAD_REQUEST, "body is not JSON".to_string()))?;
+    check(&request).map_err(|why| (StatusCode::BAD_REQUEST, why))?;
     Ok((key, request))
 }
 
 async fn create_payment(State(shop): State<Shared>, headers: HeaderMap, body: String) -> Response {
-    let (key, request) = match creating(&shop, &headers, &body, check_payment) {
+    let (key, request) = match creating(&headers, &body, check_payment) {
         Ok(checked) => checked,
-        Err(refused) => return refused,
+        Err((status, why)) => return refuse(&shop, status, why),
     };
     let (payment, delay) = {
         let mut s = shop.lock().unwrap();
@@ -221,9 +211,9 @@ async fn get_payment(
 }
 
 async fn create_refund(State(shop): State<Shared>, headers: HeaderMap, body: String) -> Response {
-    let (key, request) = match creating(&shop, &headers, &body, |r| money_ok(&r["amount"])) {
+    let (key, request) = match creating(&headers, &body, |r| money_ok(&r["amount"])) {
         Ok(checked) => checked,
-        Err(refused) => return refused,
+        Err((status, why)) => return refuse(&shop, status, why),
     };
     let (refund, delay) = {
         let mut s = shop.lock().unwrap();
