@@ -28,6 +28,8 @@ DIR=$(mktemp -d /tmp/bilet-abuse-XXXXXX)
     echo "[messenger]"; echo "bot_token = \"1:ABUSE\""; echo "api_url = \"http://127.0.0.1:9\""
     # The payment webhook is configured, so unsigned calls get 401 rather than 503.
     echo "[payments]"; echo "webhook_secret = \"abuse-webhook-secret\""
+    # Organizations may store their own provider keys, so setting them answers for the input.
+    echo "credentials_key = \"abuse-credentials-key-abuse-credentials-key\""
     echo "[gateway]"; echo "public_per_minute = 1000000"; echo "user_per_minute = 1000000"; echo "upload_per_minute = 1000000"
     echo "[services.gateway]"; echo "listen = \"127.0.0.1:$PORT\""; echo "url = \"http://127.0.0.1:$PORT\""
     for s in identity events notifications media analytics; do

@@ -310,10 +310,10 @@ pub async fn list(
 
 /// One event, if the scope may see it.
 /// Refuses (not found) an event that is not `tenant`'s own, even one its scope may read
-/// (another organization's public event).
+/// (another organization's public event), and a deleted one.
 pub(crate) async fn require_own(tx: &crate::Tx, tenant: TenantId, event: Uuid) -> Result<()> {
     tx.query_opt(
-        "SELECT 1 FROM event_service.events WHERE id = $1 AND tenant_id = $2",
+        "SELECT 1 FROM event_service.events WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL",
         &[&event, &tenant.as_uuid()],
     )
     .await?
