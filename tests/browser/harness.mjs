@@ -40,10 +40,11 @@ export async function open(contextOptions = {}) {
   page.on('close', () => live.delete(page));
   const result = { violations: [], errors: [] };
   page.on('pageerror', (e) => result.errors.push(String(e)));
-  const audit = async (name) => {
-    await page.screenshot({ path: `${process.env.ARTIFACTS}/${name}.png`, fullPage: true });
-    await page.addScriptTag({ content: axeSource });
-    const found = await page.evaluate(async () => (await globalThis.axe.run(document, {
+  // Another tab of the same browser is audited when given.
+  const audit = async (name, tab = page) => {
+    await tab.screenshot({ path: `${process.env.ARTIFACTS}/${name}.png`, fullPage: true });
+    await tab.addScriptTag({ content: axeSource });
+    const found = await tab.evaluate(async () => (await globalThis.axe.run(document, {
       resultTypes: ['violations'],
     })).violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length })));
     result.violations.push(...found
@@ -61,4 +62,28 @@ export async function signIn(page, base, email, password) {
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('link', { name: 'Sign out' })
     .or(page.getByRole('button', { name: 'Sign out' })).first().waitFor();
+}
+
+// Hands over to the Rust test between two steps of a script: prints "@name" and resolves
+// with the line the test answers on stdin once it has done its part (moved its clock, taken
+// a seat for someone else). Scripts that never hand over never read stdin.
+let lines = null;
+export function handOver(name) {
+  if (!lines) {
+    lines = { ready: [], waiting: null, rest: '' };
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk) => {
+      lines.rest += chunk;
+      for (let at; (at = lines.rest.indexOf('\n')) >= 0;) {
+        lines.ready.push(lines.rest.slice(0, at));
+        lines.rest = lines.rest.slice(at + 1);
+      }
+      if (lines.waiting && lines.ready.length) lines.waiting(lines.ready.shift());
+    });
+  }
+  console.log(`@${name}`);
+  if (lines.ready.length) return Promise.resolve(lines.ready.shift());
+  return new Promise((resolve) => {
+    lines.waiting = (line) => { lines.waiting = null; resolve(line); };
+  });
 }

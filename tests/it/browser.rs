@@ -3,33 +3,122 @@
 //! by search, opens it by its slug, signs in, registers with a double click (once), and sees
 //! the QR code on "my tickets"; door staff on a phone check a ticket in by its typed code, and
 //! the same code again is refused; a participant declines a payment at the test provider, pays
-//! at the second attempt and finds the QR code on the ticket's page. Screenshots of each page go
-//! to target/browser-artifacts.
+//! at the second attempt and finds the QR code on the ticket's page; payments that come after
+//! the hold ran out take a free seat or come back, and a cancelled event's refund shows on the
+//! ticket and on the organizer's pages. Screenshots of each page go to
+//! target/browser-artifacts.
 
 use crate::identity::{Ctx, PASSWORD};
 use serde_json::json;
 use std::path::PathBuf;
 
-/// Runs `tests/browser/{script}.mjs` with `env`; its last line of output is its JSON result.
-/// Screenshots go to `target/browser-artifacts/{script}`, returned with the result.
+/// Runs `tests/browser/{script}.mjs` with `env` to its end; its last line of output is its
+/// JSON result. Screenshots go to `target/browser-artifacts/{script}`, returned with the result.
 async fn run(script: &str, env: &[(&str, &str)]) -> (serde_json::Value, PathBuf) {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let artifacts = root.join("target/browser-artifacts").join(script);
-    let out = tokio::process::Command::new("node")
-        .arg(root.join(format!("tests/browser/{script}.mjs")))
-        .envs(env.iter().copied())
-        .env("ARTIFACTS", &artifacts)
-        .output()
-        .await
-        .expect("node runs (make test installs it)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the browser run failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+    Script::start(script, env).finish().await
+}
+
+/// No script error on any page and no serious or critical axe violation.
+fn clean(result: &serde_json::Value) {
+    assert_eq!(result["errors"], json!([]), "no script error on any page");
+    assert_eq!(
+        result["violations"],
+        json!([]),
+        "no serious or critical axe violation"
     );
-    let result = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
-    (result, artifacts)
+}
+
+/// Each of `pages` was screenshotted.
+fn screenshots(artifacts: &std::path::Path, pages: &[&str]) {
+    for page in pages {
+        assert!(
+            artifacts.join(format!("{page}.png")).exists(),
+            "{page} screenshot"
+        );
+    }
+}
+
+/// A browser script that hands over to the test between its steps (`handOver` in
+/// tests/browser/harness.mjs): it prints "@name" and waits for a line on its stdin.
+struct Script {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    stdin: Option<tokio::process::ChildStdin>,
+    artifacts: PathBuf,
+    said: Vec<String>,
+}
+
+impl Script {
+    fn start(script: &str, env: &[(&str, &str)]) -> Script {
+        use tokio::io::AsyncBufReadExt;
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let artifacts = root.join("target/browser-artifacts").join(script);
+        let mut child = tokio::process::Command::new("node")
+            .arg(root.join(format!("tests/browser/{script}.mjs")))
+            .envs(env.iter().copied())
+            .env("ARTIFACTS", &artifacts)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node runs (make test installs it)");
+        let stdout = child.stdout.take().unwrap();
+        Script {
+            stdin: child.stdin.take(),
+            lines: tokio::io::BufReader::new(stdout).lines(),
+            child,
+            artifacts,
+            said: Vec::new(),
+        }
+    }
+
+    /// The next line of output, kept for the failure message; None at the end.
+    async fn line(&mut self) -> Option<String> {
+        let line =
+            tokio::time::timeout(std::time::Duration::from_secs(120), self.lines.next_line())
+                .await
+                .expect("the browser script said nothing for two minutes")
+                .unwrap();
+        if let Some(l) = &line {
+            self.said.push(l.clone());
+        }
+        line
+    }
+
+    /// Waits until the script hands over at `step`.
+    async fn reached(&mut self, step: &str) {
+        while let Some(line) = self.line().await {
+            if line == format!("@{step}") {
+                return;
+            }
+        }
+        let status = self.child.wait().await.unwrap();
+        panic!(
+            "the browser script ended ({status}) before {step}: {:?}",
+            self.said
+        );
+    }
+
+    /// Lets the script go on.
+    async fn resume(&mut self) {
+        use tokio::io::AsyncWriteExt;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(b"go\n").await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    /// Its JSON result (the last line), once it ended well, and where its screenshots are.
+    async fn finish(mut self) -> (serde_json::Value, PathBuf) {
+        let mut last = None;
+        while let Some(line) = self.line().await {
+            last = Some(line);
+        }
+        self.stdin.take();
+        let status = self.child.wait().await.unwrap();
+        assert!(status.success(), "the browser run failed: {:?}", self.said);
+        let result = serde_json::from_str(&last.unwrap_or_default()).unwrap();
+        (result, self.artifacts)
+    }
 }
 
 #[tokio::test]
@@ -57,12 +146,7 @@ async fn a_participant_finds_an_event_registers_once_and_sees_the_qr_code() {
         "event page: first paint {} ms, JavaScript {} bytes ({} gzip)",
         result["firstPaintMs"], result["eventJsBytes"], result["eventJsGzipBytes"]
     );
-    assert_eq!(result["errors"], json!([]), "no script error on any page");
-    assert_eq!(
-        result["violations"],
-        json!([]),
-        "no serious or critical axe violation"
-    );
+    clean(&result);
     assert!(
         result["firstPaintMs"].as_f64().unwrap() < 1000.0,
         "{result}"
@@ -72,19 +156,17 @@ async fn a_participant_finds_an_event_registers_once_and_sees_the_qr_code() {
         "{result}"
     );
     assert_eq!(result["tickets"], 1, "one ticket shown: {result}");
-    for page in [
-        "catalogue",
-        "event",
-        "signin",
-        "registered",
-        "tickets",
-        "signup",
-    ] {
-        assert!(
-            artifacts.join(format!("{page}.png")).exists(),
-            "{page} screenshot"
-        );
-    }
+    screenshots(
+        &artifacts,
+        &[
+            "catalogue",
+            "event",
+            "signin",
+            "registered",
+            "tickets",
+            "signup",
+        ],
+    );
 
     // The double click bought once, and the code under the QR code is the registration's.
     let mine = ctx
@@ -152,12 +234,7 @@ async fn the_door_accepts_a_typed_code_once_on_a_phone() {
         ],
     )
     .await;
-    assert_eq!(result["errors"], json!([]), "no script error");
-    assert_eq!(
-        result["violations"],
-        json!([]),
-        "no serious or critical axe violation"
-    );
+    clean(&result);
     assert_eq!(
         result["outcomes"],
         json!(["ACCEPTED", "REFUSED", "OTHER_EVENT"])
@@ -223,12 +300,7 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
         ],
     )
     .await;
-    assert_eq!(result["errors"], json!([]), "no script error on any page");
-    assert_eq!(
-        result["violations"],
-        json!([]),
-        "no serious or critical axe violation"
-    );
+    clean(&result);
     assert_eq!(result["typeRows"], 2, "{result}");
     assert_eq!(result["offSale"], 0, "both types on sale: {result}");
     assert!(result["coverWidth"].as_u64().unwrap() > 0, "{result}");
@@ -294,26 +366,24 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
         format!("/org/events/{event}/dashboard"),
         "{result}"
     );
-    for page in [
-        "org-none",
-        "org-request",
-        "admin-requests",
-        "org-events",
-        "org-event",
-        "participant-registered",
-        "participant-tickets",
-        "door-accepted",
-        "dashboard",
-        "org-settings",
-        "org-report",
-        "org-members",
-        "docs",
-    ] {
-        assert!(
-            artifacts.join(format!("{page}.png")).exists(),
-            "{page} screenshot"
-        );
-    }
+    screenshots(
+        &artifacts,
+        &[
+            "org-none",
+            "org-request",
+            "admin-requests",
+            "org-events",
+            "org-event",
+            "participant-registered",
+            "participant-tickets",
+            "door-accepted",
+            "dashboard",
+            "org-settings",
+            "org-report",
+            "org-members",
+            "docs",
+        ],
+    );
 
     // What the pages did is what the API holds: the event published with its two types and
     // the cover, the participant's one ticket checked in by the code under the QR code.
@@ -383,12 +453,7 @@ async fn a_visitor_signs_in_with_telegram_and_a_forged_pass_is_refused() {
         ],
     )
     .await;
-    assert_eq!(result["errors"], json!([]), "no script error");
-    assert_eq!(
-        result["violations"],
-        json!([]),
-        "no serious or critical axe violation"
-    );
+    clean(&result);
     // Telegram's page was asked for our bot, by our origin, to come back to our return page.
     assert_eq!(result["asked"]["bot_id"], "123456", "{result}");
     assert_eq!(result["asked"]["origin"], ctx.base.as_str(), "{result}");
@@ -449,12 +514,7 @@ async fn a_participant_registers_with_the_keyboard_alone() {
         ],
     )
     .await;
-    assert_eq!(result["errors"], json!([]), "no script error");
-    assert_eq!(
-        result["violations"],
-        json!([]),
-        "no serious or critical axe violation"
-    );
+    clean(&result);
     assert_eq!(
         result["unmarked"],
         json!([]),
@@ -489,10 +549,10 @@ async fn a_participant_registers_with_the_keyboard_alone() {
     );
 }
 
-#[tokio::test]
-async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
-    // The test provider's payment link is made of `http.public_url`: the gateway listens there,
-    // so the browser follows the link the checkout gives to the provider's page and back.
+/// A node for paying in the browser. The test provider's payment link is made of
+/// `http.public_url`: the gateway listens there, so the browser follows the link the checkout
+/// gives to the provider's page and back.
+async fn paying() -> Ctx {
     let gateway = format!("127.0.0.1:{}", crate::support::free_port());
     let ctx = Ctx::with_config(|c| {
         c.services.insert(
@@ -506,6 +566,12 @@ async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
     })
     .await;
     assert_eq!(ctx.base, format!("http://{gateway}"));
+    ctx
+}
+
+#[tokio::test]
+async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
+    let ctx = paying().await;
     let admin = ctx.admin().await;
     let (owner, _) = ctx.owner(&admin).await;
     let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
@@ -526,23 +592,16 @@ async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
         ],
     )
     .await;
-    assert_eq!(result["errors"], json!([]), "no script error on any page");
-    assert_eq!(
-        result["violations"],
-        json!([]),
-        "no serious or critical axe violation"
+    clean(&result);
+    screenshots(
+        &artifacts,
+        &[
+            "event-reserved",
+            "tickets-reserved",
+            "ticket-declined",
+            "ticket-paid",
+        ],
     );
-    for page in [
-        "event-reserved",
-        "tickets-reserved",
-        "ticket-declined",
-        "ticket-paid",
-    ] {
-        assert!(
-            artifacts.join(format!("{page}.png")).exists(),
-            "{page} screenshot"
-        );
-    }
     for shown in [&result["eventCountdown"], &result["countdown"]] {
         assert!(
             shown.as_str().unwrap().starts_with("Seat held for "),
@@ -593,4 +652,147 @@ async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
     assert_eq!(latest.status, 200, "{}", latest.body);
     assert_eq!(latest.body["status"], "PAID", "{}", latest.body);
     assert_eq!(latest.body["attempt"], 2, "{}", latest.body);
+}
+
+#[tokio::test]
+async fn late_payments_take_a_free_seat_or_come_back_and_a_cancelled_event_is_refunded() {
+    let ctx = paying().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
+    // One seat each, 900.00 RUB, 5 minutes to pay.
+    let seat = json!({"name": "Last seat", "quantity": 1, "priceCents": 90000, "currency": "RUB",
+        "reservationMinutes": 5});
+    let free_title = format!("Late quartet {suffix}");
+    let (free_event, free_slug) =
+        crate::web::published_with_types(&ctx, &owner, &free_title, std::slice::from_ref(&seat))
+            .await;
+    let (taken_event, taken_slug) =
+        crate::web::published_with_types(&ctx, &owner, &format!("Full trio {suffix}"), &[seat])
+            .await;
+    let participant = ctx.user().await;
+
+    let mut script = Script::start(
+        "late-payments",
+        &[
+            ("BASE", &ctx.base),
+            ("FREE_SLUG", &free_slug),
+            ("TAKEN_SLUG", &taken_slug),
+            ("FREE_EVENT", &free_event),
+            ("FREE_TITLE", &free_title),
+            ("EMAIL", &participant.email),
+            ("ORGANIZER_EMAIL", &owner.email),
+            ("PASSWORD", PASSWORD),
+        ],
+    );
+
+    // Both payment pages are open: both holds run out, and another participant takes the
+    // second event's seat.
+    script.reached("lapse").await;
+    let mine = ctx
+        .get("/api/v1/registrations", Some(&participant.access))
+        .await;
+    let held = mine.body["data"].as_array().unwrap().clone();
+    assert_eq!(held.len(), 2, "{}", mine.body);
+    let of = |event: &str| {
+        held.iter()
+            .find(|r| r["eventId"] == event)
+            .unwrap_or_else(|| panic!("a reservation in {event}: {held:?}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (kept, lost) = (of(&free_event), of(&taken_event));
+    crate::payments::lapse(&ctx, &participant, &kept).await;
+    crate::payments::lapse(&ctx, &participant, &lost).await;
+    let other = ctx.user().await;
+    let types = ctx
+        .get(&format!("/api/v1/events/{taken_event}/ticket-types"), None)
+        .await;
+    let list = types.body.get("data").unwrap_or(&types.body);
+    let taken_type = list[0]["id"].as_str().unwrap().to_string();
+    let theirs = crate::payments::reserve(&ctx, &other, &taken_event, &taken_type).await;
+    assert_eq!(theirs["status"], "RESERVED", "{theirs}");
+    script.resume().await;
+
+    let (result, artifacts) = script.finish().await;
+    clean(&result);
+    screenshots(
+        &artifacts,
+        &[
+            "late-paid",
+            "late-refunded",
+            "cancelled-refunded",
+            "org-event-refunds",
+            "org-dashboard-revenue",
+            "org-report-revenue",
+        ],
+    );
+    assert_eq!(
+        result["freePath"],
+        format!("/me/tickets/{kept}"),
+        "{result}"
+    );
+    assert_eq!(
+        result["takenPath"],
+        format!("/me/tickets/{lost}"),
+        "{result}"
+    );
+    assert_eq!(result["lateWithSeat"], "QR", "{result}");
+    assert_eq!(
+        result["qrWithoutSeat"], 0,
+        "no ticket without a seat: {result}"
+    );
+    let no_seat = result["lateWithoutSeat"].as_str().unwrap();
+    assert!(
+        no_seat.starts_with("Refund of ")
+            && no_seat.contains("900")
+            && no_seat.contains("seat had gone"),
+        "{result}"
+    );
+    assert!(
+        result["cancelled"]
+            .as_str()
+            .unwrap()
+            .contains(": succeeded."),
+        "{result}"
+    );
+    assert_eq!(
+        result["organizerRefunds"], 1,
+        "the cancelled event's one refund: {result}"
+    );
+    let dashboard = result["dashboardMoney"].as_str().unwrap();
+    // Received 900.00 and refunded 900.00, net nothing.
+    assert_eq!(dashboard.matches("RUB 900.00").count(), 2, "{result}");
+    assert!(dashboard.contains("RUB 0.00"), "{result}");
+
+    // What the server holds: the late payer of the free seat was refunded when the event was
+    // cancelled; the late payer without a seat got the money back; the seat stayed with the
+    // one who took it.
+    let kept_back = crate::payments::refund_settles(&ctx, &participant, &kept, "SUCCEEDED").await;
+    assert_eq!(kept_back["reason"], "EVENT_CANCELLED", "{kept_back}");
+    assert_eq!(kept_back["amountCents"], 90000, "{kept_back}");
+    let lost_back = crate::payments::refund_settles(&ctx, &participant, &lost, "SUCCEEDED").await;
+    assert_eq!(lost_back["reason"], "NO_SEAT", "{lost_back}");
+    assert_eq!(
+        crate::payments::status(&ctx, &participant, &kept).await,
+        "CANCELLED"
+    );
+    assert_eq!(
+        crate::payments::status(&ctx, &participant, &lost).await,
+        "EXPIRED"
+    );
+    let id = theirs["id"].as_str().unwrap();
+    assert_eq!(crate::payments::status(&ctx, &other, id).await, "RESERVED");
+    let revenue = ctx
+        .get(
+            &format!("/api/v1/events/{free_event}/revenue"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(revenue.status, 200, "{}", revenue.body);
+    let line = &revenue.body["currencies"][0];
+    assert_eq!(line["paidCents"], 90000, "{}", revenue.body);
+    assert_eq!(line["refundedCents"], 90000, "{}", revenue.body);
+    assert_eq!(line["netCents"], 0, "{}", revenue.body);
 }

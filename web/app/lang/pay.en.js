@@ -14,6 +14,10 @@ export default {
   'refund.sent': 'Refund of {amount}: on its way.',
   'refund.done': 'Refund of {amount}: succeeded.',
   'refund.failed': 'Refund of {amount}: failed — contact the organizer.',
+  'refund.why.NO_SEAT': 'Your payment came after the seat’s hold had run out and the seat had gone, so the money goes back.',
+  'refund.why.EVENT_CANCELLED_BEFORE_PAYMENT': 'The event was cancelled before your payment came.',
+  'refund.why.ALREADY_PAID': 'The ticket had been paid already; this payment goes back.',
+  'refund.why.AMOUNT_MISMATCH': 'The payment did not match the ticket’s price, so it goes back.',
   'reason.REFUNDED_BY_ORGANIZER': 'the organizer refunded the ticket',
   'ticket.open': 'Open the ticket',
 };

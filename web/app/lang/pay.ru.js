@@ -14,6 +14,10 @@ export default {
   'refund.sent': 'Возврат {amount}: деньги в пути.',
   'refund.done': 'Возврат {amount}: выполнен.',
   'refund.failed': 'Возврат {amount}: не удался — свяжитесь с организатором.',
+  'refund.why.NO_SEAT': 'Оплата пришла, когда бронь уже истекла и место заняли, поэтому деньги возвращаются.',
+  'refund.why.EVENT_CANCELLED_BEFORE_PAYMENT': 'Событие отменили до того, как пришла ваша оплата.',
+  'refund.why.ALREADY_PAID': 'Билет уже был оплачен, эта оплата возвращается.',
+  'refund.why.AMOUNT_MISMATCH': 'Сумма оплаты не совпала с ценой билета, поэтому она возвращается.',
   'reason.REFUNDED_BY_ORGANIZER': 'организатор вернул деньги за билет',
   'ticket.open': 'Открыть билет',
 };
