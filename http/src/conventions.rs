@@ -113,6 +113,7 @@ async fn fallback_not_found() -> ApiError {
     ApiError::not_found()
 }
 
-async fn method_not_allowed() -> ApiError {
+/// 405 in the error body's shape.
+pub async fn method_not_allowed() -> ApiError {
     ApiError::new(ErrorCode::MethodNotAllowed)
 }

@@ -108,8 +108,8 @@ fn may_revoke(method: &Method, path: &str) -> bool {
             .any(|prefix| path.starts_with(prefix))
 }
 
-/// Routes reachable without a token: sign-in and registration flows, health, metrics and the
-/// API document. Later services add their public reads here.
+/// Routes reachable without a token: sign-in and registration flows, health, metrics, the
+/// API document and every address of the web front (its unknown ones answer its 404 page).
 pub fn is_public(method: &Method, path: &str) -> bool {
     const PUBLIC_POSTS: &[&str] = &[
         "/api/v1/auth/messenger",
@@ -146,7 +146,7 @@ pub fn is_public(method: &Method, path: &str) -> bool {
             PUBLIC_GETS.contains(&path)
                 || is_public_event_read(path)
                 || is_test_payment_page(path)
-                || crate::web::is_page(if path.is_empty() { "/" } else { path })
+                || crate::web::is_front(path)
         }
         _ => false,
     }

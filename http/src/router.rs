@@ -81,9 +81,10 @@ pub fn service(service: Service, state: AppState) -> Router {
 /// The gateway: health, metrics, the OpenAPI document, and every service's API: mounted
 /// directly when the service runs in this process (`local`), forwarded over HTTP otherwise.
 pub fn gateway(state: AppState, door: Door, local: &[Service]) -> Router {
+    let secure = state.config.http.public_url.starts_with("https://");
     let mut router = operational_routes()
         .route("/api/v1/openapi.json", get(openapi::serve))
-        .merge(crate::web::routes());
+        .merge(crate::web::routes(secure));
     let timeout = Duration::from_millis(state.config.gateway.forward_timeout_ms);
     let trust = crate::trust::Trust::from_config(&state.config);
     for service in Service::ALL.into_iter().filter(|s| *s != Service::Gateway) {
@@ -102,7 +103,10 @@ pub fn gateway(state: AppState, door: Door, local: &[Service]) -> Router {
     }
     // The door: applied inside the conventions so refusals carry correlation ids and speak
     // the client's language.
-    let router = conventions::fallbacks(router)
+    // An address nothing took: the front's 404 page for a browser, the API's for a machine.
+    let router = router
+        .fallback(crate::web::fallback(secure))
+        .method_not_allowed_fallback(conventions::method_not_allowed)
         .layer(middleware::from_fn_with_state(door, gateway::authenticate));
     finish(router, state, "gateway")
 }

@@ -25,6 +25,7 @@ mod node;
 mod notifications;
 mod outbox;
 mod payments;
+mod registration_search;
 mod registrations_export;
 mod revocation;
 mod scenario;

@@ -49,22 +49,141 @@ async fn pages_answer_the_shell_and_files_come_typed_without_a_token() {
         (status, headers["content-type"].to_str().unwrap()),
         (200, "text/css; charset=utf-8")
     );
-    // Only the app's files: not the tests or notes of web/, not a path out of it.
+    // Only the app's files: not the tests or notes of web/, not a path out of it. A missing
+    // file is the API's 404; an address outside the API is the front's 404 page.
+    let (status, _, body) = fetch(&ctx, "/app/missing.js").await;
+    assert_eq!(status, 404, "{body}");
+    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(error["code"].is_string(), "{body}");
+    for path in ["/app/../README.md", "/app/%2e%2e/README.md"] {
+        let (status, _, body) = fetch(&ctx, path).await;
+        assert!([400, 404].contains(&status), "{path}: {status} {body}");
+        assert!(!body.contains("# web"), "{path}: not the notes of web/");
+    }
     for path in [
-        "/app/missing.js",
-        "/app/../README.md",
-        "/app/%2e%2e/README.md",
         "/tests/qr.test.mjs",
         "/README.md",
+        "/about",
+        "/e",
+        "/x/y/z?q=1",
     ] {
-        let (status, _, body) = fetch(&ctx, path).await;
-        assert!([400, 401, 404].contains(&status), "{path}: {status} {body}");
-        let error: serde_json::Value = serde_json::from_str(&body).unwrap();
-        assert!(error["code"].is_string(), "{path}: {body}");
+        let (status, headers, body) = fetch(&ctx, path).await;
+        assert_eq!(status, 404, "{path}: {body}");
+        assert_eq!(
+            headers["content-type"], "text/html; charset=utf-8",
+            "{path}"
+        );
+        assert!(
+            body.contains("<main id=\"app\""),
+            "{path}: the front draws its 404"
+        );
+        assert!(!body.contains("Quartets"), "{path}");
     }
     // A page load fetches many files: none of them counts against the public budget.
     let (_, headers, _) = fetch(&ctx, "/app/main.js").await;
     assert!(!headers.contains_key("x-ratelimit-remaining"));
+}
+
+/// `GET path` with `headers`.
+async fn fetch_with(ctx: &Ctx, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    // reqwest would take gzip itself only with its `gzip` feature; the bytes are read as sent.
+    let mut request = reqwest::Client::new().get(format!("{}{path}", ctx.base));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn files_come_compressed_validated_and_kept_by_release() {
+    let ctx = Ctx::new().await;
+    // The shell names this release's files below their version.
+    let (_, headers, shell) = fetch(&ctx, "/").await;
+    assert_eq!(headers["cache-control"], "no-cache");
+    let start = shell.find("src=\"/app/").unwrap() + "src=\"".len();
+    let main = &shell[start..start + shell[start..].find('"').unwrap()];
+    assert!(
+        main.ends_with("/main.js") && main.len() == "/app/".len() + 12 + "/main.js".len(),
+        "{main}"
+    );
+    let permissions = headers["permissions-policy"].to_str().unwrap();
+    assert!(permissions.contains("camera=(self)") && permissions.contains("geolocation=()"));
+    assert!(
+        !headers.contains_key("strict-transport-security"),
+        "plain HTTP here"
+    );
+
+    // Kept a year there, compressed for a browser that takes gzip.
+    let zipped = fetch_with(&ctx, main, &[("accept-encoding", "gzip, br")]).await;
+    assert_eq!(zipped.status(), 200);
+    let h = zipped.headers().clone();
+    assert_eq!(h["cache-control"], "public, max-age=31536000, immutable");
+    assert_eq!(h["content-encoding"], "gzip");
+    assert_eq!(h["vary"], "Accept-Encoding");
+    let packed = zipped.bytes().await.unwrap();
+    let plain = fetch_with(&ctx, "/app/main.js", &[]).await;
+    let plain_etag = plain.headers()["etag"].clone();
+    assert_eq!(plain.headers()["cache-control"], "no-cache");
+    assert!(!plain.headers().contains_key("content-encoding"));
+    let plain = plain.bytes().await.unwrap();
+    let mut unpacked = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(&packed[..]),
+        &mut unpacked,
+    )
+    .unwrap();
+    assert_eq!(unpacked, plain, "the same file");
+    assert!(
+        packed.len() * 2 < plain.len(),
+        "{} of {}",
+        packed.len(),
+        plain.len()
+    );
+    assert_ne!(h["etag"], plain_etag, "two bodies, two tags");
+
+    // Asked again with its tag: 304 and no body; another tag: the file.
+    let again = fetch_with(
+        &ctx,
+        "/app/main.js",
+        &[("if-none-match", plain_etag.to_str().unwrap())],
+    )
+    .await;
+    assert_eq!(again.status(), 304);
+    assert_eq!(again.headers()["etag"], plain_etag);
+    assert!(again.bytes().await.unwrap().is_empty());
+    let stale = fetch_with(&ctx, "/app/main.js", &[("if-none-match", "\"0000\"")]).await;
+    assert_eq!(stale.status(), 200);
+    // An older release's address (a page loaded before a release) gets today's file, not kept.
+    let older = fetch_with(&ctx, "/app/000000000000/main.js", &[]).await;
+    assert_eq!(older.status(), 200);
+    assert_eq!(older.headers()["cache-control"], "no-cache");
+
+    // The favicon and robots.txt, with their types, no token and no rate limit spent.
+    let icon = fetch_with(&ctx, "/favicon.ico", &[]).await;
+    assert_eq!(icon.status(), 200);
+    assert_eq!(icon.headers()["content-type"], "image/x-icon");
+    assert!(!icon.headers().contains_key("x-ratelimit-remaining"));
+    assert_eq!(
+        &icon.bytes().await.unwrap()[..4],
+        &[0, 0, 1, 0],
+        "an ICO file"
+    );
+    let (status, headers, robots) = fetch(&ctx, "/robots.txt").await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["content-type"], "text/plain; charset=utf-8");
+    assert!(
+        robots.contains("Disallow: /api/") && robots.contains("Disallow: /me/"),
+        "{robots}"
+    );
+}
+
+#[tokio::test]
+async fn a_node_behind_tls_sends_hsts() {
+    let ctx = Ctx::with_config(|c| c.http.public_url = "https://tickets.example".into()).await;
+    let (_, headers, _) = fetch(&ctx, "/").await;
+    assert_eq!(headers["strict-transport-security"], "max-age=15552000");
+    let (_, headers, _) = fetch(&ctx, "/app/main.js").await;
+    assert_eq!(headers["strict-transport-security"], "max-age=15552000");
 }
 
 /// A published event with a readable address and two free ticket types: (id, slug).

@@ -47,12 +47,17 @@ export function announce(message, kind = 'ok') {
   region.textContent = '';
   region.className = 'status';
   if (!message) return;
-  // Emptied first and refilled a moment later, so the same message twice is read twice.
+  // Emptied first and refilled a moment later, so the same message twice is read twice. It
+  // floats over the page's foot: a success leaves after a while (read by then), an error
+  // stays until the next action or a click on it.
   pending = setTimeout(() => {
     region.className = `status status-${kind}`;
     region.textContent = message;
+    if (kind === 'ok') pending = setTimeout(() => announce(''), OK_FOR_MS);
   }, 50);
 }
+const OK_FOR_MS = 10_000;
+globalThis.document?.getElementById('status')?.addEventListener('click', () => announce(''));
 
 export function spinner() {
   return h('p', { class: 'loading' }, t('loading'));

@@ -60,8 +60,26 @@ async function signOut() {
   announce(t('auth.signedOut'));
 }
 
+// On a phone the menu folds behind one button, so the page starts in the first screen; it
+// folds again on every navigation. Wider screens show it whole and never see the button.
+const header = document.querySelector('header.site');
+const toggle = document.getElementById('menu-toggle');
+function fold(open) {
+  header.classList.toggle('open', open);
+  toggle.setAttribute('aria-expanded', String(open));
+}
+toggle.addEventListener('click', () => fold(!header.classList.contains('open')));
+header.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && header.classList.contains('open')) {
+    fold(false);
+    toggle.focus();
+  }
+});
+
 function renderHeader() {
+  fold(false);
   document.getElementById('skip').textContent = t('nav.skip');
+  toggle.textContent = t('nav.menu');
   const nav = document.getElementById('nav');
   nav.setAttribute('aria-label', t('nav.label'));
   const [isIn, org] = [session.signedIn(), session.claims()?.tenantId];

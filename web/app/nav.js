@@ -6,9 +6,16 @@ export function navigate(url, { replace = false } = {}) {
   window.dispatchEvent(new Event('bilet:navigate'));
 }
 
-// Only a path on this site may be a return address (no "//evil.example").
+// Only a path on this site may be a return address: not "//evil.example", nor "/\\evil.example"
+// (which browsers read as the former), nor anything else whose resolved origin is another.
 export function safeNext(next) {
-  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
+  if (!next || !next.startsWith('/')) return '/';
+  try {
+    const url = new URL(next, location.origin);
+    return url.origin === location.origin ? url.pathname + url.search + url.hash : '/';
+  } catch {
+    return '/';
+  }
 }
 
 // The sign-in page that comes back here afterwards.

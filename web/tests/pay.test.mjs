@@ -31,6 +31,11 @@ test('a refund says where the money is, in the currency it went in', async () =>
   assert.match(refund('REQUESTED'), /on its way/);
   assert.match(refund('SENT'), /on its way/);
   assert.match(refund('FAILED'), /failed — contact the organizer/);
+  // Why, when the ticket does not say it: a payment late for a seat that had gone.
+  const late = refundText({ status: 'SUCCEEDED', amountCents: 90000, currency: 'RUB', reason: 'NO_SEAT' });
+  assert.match(late, /: succeeded\. Your payment came after .* the seat had gone/);
+  // A cancelled event's ticket says so itself.
+  assert.match(refundText({ status: 'SUCCEEDED', amountCents: 90000, currency: 'RUB', reason: 'EVENT_CANCELLED' }), /: succeeded\.$/);
   await setLang('ru');
   await loadTexts(['pay']);
   assert.match(refund('SUCCEEDED'), /^Возврат .*1\s500,00.*: выполнен\.$/);

@@ -9,6 +9,7 @@ pub mod payments;
 pub mod refunds;
 pub mod refusals;
 pub mod registrations;
+pub mod search;
 pub mod seats;
 pub mod slug;
 pub mod ticket_types;

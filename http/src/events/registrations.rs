@@ -18,6 +18,7 @@ use domain::error::Refusal;
 use domain::events::lifecycle::ParticipantsVisibility;
 use domain::events::refusals::{EventFieldText, EventRefusal};
 use domain::events::registrations::{CheckInMethod, RegistrationStatus, typed_code};
+use domain::events::search::RegistrationSearch;
 use domain::identity::rules;
 use domain::paging::Page;
 use domain::roles::Role;
@@ -40,16 +41,26 @@ pub struct RegistrationQuery {
     pub ticket_type_id: Option<Uuid>,
     /// Only this event (the caller's own list, `GET /registrations`).
     pub event_id: Option<Uuid>,
+    /// Any part of a name or an email, or a whole confirmation code (at most 100 characters;
+    /// a participant of an open event searches the others' names only).
+    pub search: Option<String>,
 }
 
 impl RegistrationQuery {
-    /// The storage filter of the status and ticket-type parameters.
-    fn filter(&self) -> RegistrationFilter {
-        RegistrationFilter {
+    /// The storage filter of the parameters; 400 for a search too long or with control
+    /// characters.
+    fn filter(&self) -> Result<RegistrationFilter, ApiError> {
+        let search = match self.search.as_deref().map(RegistrationSearch::parse) {
+            None => None,
+            Some(Ok(found)) => found,
+            Some(Err(e)) => return Err(ApiError::field("search", e)),
+        };
+        Ok(RegistrationFilter {
             status: self.status,
             ticket_type_id: self.ticket_type_id,
             active_only: false,
-        }
+            search,
+        })
     }
 }
 
@@ -226,7 +237,7 @@ pub async fn list(
 ) -> Result<Json<Page<RegistrationDto>>, ApiError> {
     let user = caller.require_user()?;
     let page = paging.resolve(&registrations::SORT)?;
-    let filter = query.filter();
+    let filter = query.filter()?;
     let event = catalog::get(&state.db, caller.scope(), event_id).await?;
     let organizer = caller.tenant == Some(event.tenant_id)
         && caller.has_any_role(&[Role::Owner, Role::Moderator]);
@@ -262,7 +273,7 @@ pub async fn mine(
 ) -> Result<Json<Page<RegistrationDto>>, ApiError> {
     let user = caller.require_user()?;
     let page = paging.resolve(&registrations::SORT)?;
-    let filter = query.filter();
+    let filter = query.filter()?;
     let mine = registrations::list_mine(&state.db, user, query.event_id, &filter, &page).await?;
     Ok(Json(mine.map(RegistrationDto::full)))
 }

@@ -85,6 +85,7 @@ pub async fn export(
         status: query.status,
         ticket_type_id: query.ticket_type_id,
         active_only: false,
+        search: None,
     };
     // The first page is read before answering, so a failing database is an error answer
     // rather than a cut file.

@@ -428,6 +428,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V11__checkouts_refunds",
                 include_str!("../../../migrations/event_service/V11__checkouts_refunds.sql"),
             ),
+            (
+                "V12__registration_search",
+                include_str!("../../../migrations/event_service/V12__registration_search.sql"),
+            ),
         ],
         Schema::MediaService => &[
             (

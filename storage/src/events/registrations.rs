@@ -12,6 +12,7 @@ use domain::contract::DomainEvent;
 use domain::contract::events::{self as contract, EventSummary};
 use domain::error::Refusal;
 use domain::events::registrations::{CheckInMethod, RegistrationStatus};
+use domain::events::search::RegistrationSearch;
 use domain::ids::{TenantId, UserId};
 use domain::paging::{Page, PageRequest, SortDir, SortField, SortWhitelist};
 use tokio_postgres::Row;
@@ -185,6 +186,8 @@ pub struct RegistrationFilter {
     pub ticket_type_id: Option<Uuid>,
     /// Only registrations that hold a seat.
     pub active_only: bool,
+    /// Only those a name, email or code matches.
+    pub search: Option<RegistrationSearch>,
 }
 
 /// Registrations of an event the scope may see, filtered and paged.
@@ -219,13 +222,32 @@ async fn list_where(
 ) -> Result<Page<Registration>> {
     let tx = db.begin(scope).await?;
     let status = filter.status.map(|s| s.as_str());
+    let search = filter.search.as_ref();
+    let pattern = search.map(RegistrationSearch::pattern);
+    let names_only = search.is_some_and(RegistrationSearch::is_names_only);
+    let code = search.and_then(RegistrationSearch::code);
+    // Each statement is planned with its values, so a list without a search drops the
+    // search's terms, and an organizer's search reads the trigram index (registrations_search,
+    // whose expression this repeats exactly) and the codes' unique index.
     let found = page::fetch(
         &tx,
         COLUMNS,
         "FROM event_service.registrations r WHERE ($1::uuid IS NULL OR r.event_id = $1)
            AND ($2::text IS NULL OR r.status = $2) AND ($3::uuid IS NULL OR r.ticket_type_id = $3)
-           AND (NOT $4 OR r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))",
-        &[&event, &status, &filter.ticket_type_id, &filter.active_only],
+           AND (NOT $4 OR r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))
+           AND ($5::text IS NULL
+                OR ($6 AND lower(r.first_name || ' ' || r.last_name) LIKE $5)
+                OR (NOT $6 AND (lower(r.first_name || ' ' || r.last_name || ' ' || coalesce(r.email, '')) LIKE $5
+                                OR r.confirmation_code = $7)))",
+        &[
+            &event,
+            &status,
+            &filter.ticket_type_id,
+            &filter.active_only,
+            &pattern,
+            &names_only,
+            &code,
+        ],
         request,
         "r.id",
         from_row,
@@ -261,8 +283,10 @@ pub async fn list_as_participant(
     }
     // Other participants' rows are not the user's to read under RLS; the check above is the
     // permission, and the list is limited to this event's seat holders.
+    // They see the others' names, so a search matches names alone.
     let everyone = RegistrationFilter {
         active_only: true,
+        search: filter.search.clone().map(RegistrationSearch::names_only),
         ..filter.clone()
     };
     Ok(Some(

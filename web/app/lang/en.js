@@ -3,6 +3,7 @@ export default {
   loading: 'Loading…',
   'nav.skip': 'Skip to content',
   'nav.label': 'Main menu',
+  'nav.menu': 'Menu',
   'nav.language': 'Language',
   'nav.events': 'Events',
   'nav.tickets': 'My tickets',

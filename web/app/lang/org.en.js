@@ -138,6 +138,8 @@ export default {
 
   'reg.title': 'Registrations',
   'reg.filter': 'Filter registrations',
+  'reg.search': 'Name, email or code',
+  'reg.searchHint': 'Any part of a name or an email, or a whole confirmation code',
   'reg.status': 'Status',
   'reg.type': 'Ticket type',
   'reg.who': 'Participant',

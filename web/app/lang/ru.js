@@ -3,6 +3,7 @@ export default {
   loading: 'Загрузка…',
   'nav.skip': 'Перейти к содержанию',
   'nav.label': 'Основное меню',
+  'nav.menu': 'Меню',
   'nav.language': 'Язык',
   'nav.events': 'События',
   'nav.tickets': 'Мои билеты',

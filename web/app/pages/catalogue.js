@@ -77,13 +77,16 @@ export default async function catalogue({ root, query, signal }) {
   async function load(tell) {
     results.replaceChildren(spinner());
     results.setAttribute('aria-busy', 'true');
-    const page = await api.get(`/events?${apiQuery(filters)}`, { signal });
-    results.removeAttribute('aria-busy');
-    fill(results,
-      h('p', { class: 'count' }, tn('catalogue.found', page.totalElements)),
-      page.data.length ? h('ul', { class: 'cards' }, page.data.map(item)) : h('p', {}, t('catalogue.empty')),
-      pager(filters, page));
-    if (tell) announce(tn('catalogue.found', page.totalElements));
+    try {
+      const page = await api.get(`/events?${apiQuery(filters)}`, { signal });
+      fill(results,
+        h('p', { class: 'count' }, tn('catalogue.found', page.totalElements)),
+        page.data.length ? h('ul', { class: 'cards' }, page.data.map(item)) : h('p', {}, t('catalogue.empty')),
+        pager(filters, page));
+      if (tell) announce(tn('catalogue.found', page.totalElements));
+    } finally {
+      results.removeAttribute('aria-busy');
+    }
   }
 
   const search = h('form', { role: 'search', class: 'filters', 'aria-label': t('catalogue.filters') },
@@ -98,7 +101,12 @@ export default async function catalogue({ root, query, signal }) {
     const data = new FormData(search);
     filters = { q: data.get('q'), from: data.get('from'), status: data.get('status'), sort: data.get('sort'), page: 1 };
     history.pushState(null, '', address(filters));
-    load(true).catch((err) => { if (err.name !== 'AbortError') { results.replaceChildren(); announce(err.message, 'error'); } });
+    // A failed search says so where its results would be, and aloud.
+    load(true).catch((err) => {
+      if (err.name === 'AbortError') return;
+      results.replaceChildren(h('p', { class: 'notice notice-error' }, err.message));
+      announce(err.message, 'error');
+    });
   });
 
   root.replaceChildren(h('h1', {}, t('catalogue.title')), search, results);

@@ -208,12 +208,14 @@ export default async function eventPage({ root, params, query, signal }) {
       card.kind = null; // rebuild the button
     }
     showMine();
-    await refresh().catch(() => {});
+    // A refresh that fails still rebuilds the button from what is known, so it is never
+    // left disabled.
+    await refresh().catch(() => cards.forEach((c) => updateCard(c, c.type)));
     mine.querySelector('a')?.focus();
   }
 
   function registeredMessage(reg) {
-    if (reg.status === 'RESERVED' && reg.expiresAt) return t('event.reserved', { until: dateTime(reg.expiresAt) });
+    if (reg.status === 'RESERVED' && reg.expiresAt) return t('event.reserved', { until: dateTime(reg.expiresAt, event.timezone) });
     if (reg.status === 'PENDING') return t('event.pending');
     return t('event.registered', { code: reg.confirmationCode || '' });
   }

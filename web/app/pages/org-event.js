@@ -7,7 +7,7 @@
 //   POST   /api/v1/media/upload (multipart `file`),  GET /api/v1/media/{id}/url?variant=MEDIUM
 //   GET    /api/v1/events/{id}/ticket-types?size=100
 //   POST   /api/v1/events/{id}/ticket-types,  PUT|DELETE /api/v1/events/{id}/ticket-types/{typeId}
-//   GET    /api/v1/events/{id}/registrations?status&ticketTypeId&page&size&sort
+//   GET    /api/v1/events/{id}/registrations?search&status&ticketTypeId&page&size&sort
 //   GET    /api/v1/events/{id}/registrations/export?status&ticketTypeId   CSV of every one, saved from a Blob
 //   POST   /api/v1/registrations/{id}/check-in, /registrations/{id}/mark-paid,  DELETE /registrations/{id}
 //   POST   /api/v1/registrations/{id}/refund   201 the refund; 409 refunded already; 422 nothing paid
@@ -281,7 +281,7 @@ export default async function orgEvent({ root, params, signal }) {
 
   // ---- Registrations and their refunds ----
   const refunds = refundsSection(event, signal);
-  const regFilter = { status: '', ticketTypeId: '', page: 0 };
+  const regFilter = { search: '', status: '', ticketTypeId: '', page: 0 };
   const regBox = h('div', { class: 'results' });
   const typeSelect = h('div', {});
   function drawTypeFilter() {
@@ -290,7 +290,8 @@ export default async function orgEvent({ root, params, signal }) {
       options: [['', t('status.all')], ...types.map((x) => [x.id, x.name])],
     }));
   }
-  const regForm = h('form', { class: 'filters', 'aria-label': t('reg.filter') },
+  const regForm = h('form', { class: 'filters', role: 'search', 'aria-label': t('reg.filter') },
+    field('search', t('reg.search'), { id: 'reg-search', type: 'search', maxlength: 100, hint: t('reg.searchHint') }),
     field('status', t('reg.status'), {
       id: 'reg-status', tag: 'select', value: '',
       options: [['', t('status.all')], ...REG_STATUSES.map((s) => [s, t(`status.${s}`)])],
@@ -299,6 +300,7 @@ export default async function orgEvent({ root, params, signal }) {
     h('button', { type: 'submit' }, t('org.show')));
   regForm.addEventListener('submit', (e) => {
     e.preventDefault();
+    regFilter.search = regForm.elements.search.value.trim();
     regFilter.status = regForm.elements.status.value;
     regFilter.ticketTypeId = regForm.elements.ticketTypeId?.value || '';
     regFilter.page = 0;
@@ -379,11 +381,12 @@ export default async function orgEvent({ root, params, signal }) {
 
   async function loadRegs(tell) {
     const q = new URLSearchParams({ page: regFilter.page, size: REG_SIZE, sort: 'createdAt,desc' });
+    if (regFilter.search) q.set('search', regFilter.search);
     if (regFilter.status) q.set('status', regFilter.status);
     if (regFilter.ticketTypeId) q.set('ticketTypeId', regFilter.ticketTypeId);
     regBox.setAttribute('aria-busy', 'true');
-    const page = await api.get(`/events/${event.id}/registrations?${q}`, { signal });
-    regBox.removeAttribute('aria-busy');
+    const page = await api.get(`/events/${event.id}/registrations?${q}`, { signal })
+      .finally(() => regBox.removeAttribute('aria-busy'));
     const typeName = new Map(types.map((x) => [x.id, x.name]));
     page.data.forEach((r) => refunds.names.set(r.id, whoOf(r)));
     fill(regBox,

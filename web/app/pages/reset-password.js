@@ -4,11 +4,22 @@ import { api } from '../api.js';
 import { h, setTitle } from '../dom.js';
 import { field, fieldError, form, submitButton } from '../forms.js';
 import { t } from '../i18n.js';
+import { navigate } from '../nav.js';
 import * as session from '../session.js';
+
+const TOKEN = 'bilet.resetToken';
 
 export default function resetPassword({ root, query }) {
   setTitle(t('reset.title'));
-  const token = (query.get('token') || '').trim();
+  // The token leaves the address bar (and the history, and a shared screen) at once: kept in
+  // this tab only, so a reload still finds it.
+  const given = (query.get('token') || '').trim();
+  if (given) {
+    sessionStorage.setItem(TOKEN, given);
+    navigate('/reset-password', { replace: true });
+    return;
+  }
+  const token = sessionStorage.getItem(TOKEN) || '';
   const heading = h('h1', {}, t('reset.title'));
   if (!token) {
     root.replaceChildren(heading, h('p', {}, t('reset.noToken')), h('p', {}, h('a', { href: '/forgot-password' }, t('forgot.title'))));
@@ -21,6 +32,7 @@ export default function resetPassword({ root, query }) {
       return;
     }
     await api.post('/auth/reset-password', { token, newPassword });
+    sessionStorage.removeItem(TOKEN);
     session.clear();
     root.replaceChildren(heading, h('p', { class: 'notice notice-ok', role: 'status' }, t('reset.done')),
       h('p', {}, h('a', { href: '/signin' }, t('signin.title'))));
