@@ -42,6 +42,9 @@ const admin = await open();
 await signIn(admin.page, BASE, ADMIN_EMAIL, PASSWORD);
 await admin.page.goto(`${BASE}/admin/requests`);
 await admin.page.getByRole('heading', { name: ORG_NAME }).waitFor();
+// The administrator sees who asked: a name and an email, not an account's id.
+const asked = admin.page.locator('li.card', { has: admin.page.getByRole('heading', { name: ORG_NAME }) });
+result.requester = (await asked.locator('p.meta', { hasText: 'Requester:' }).textContent()).trim();
 await admin.audit('admin-requests');
 await admin.page.getByRole('button', { name: new RegExp(`^Approve\\W+${ORG_NAME}$`) }).click();
 await waitText(admin.page, `Request “${ORG_NAME}” approved.`);

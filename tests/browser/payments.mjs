@@ -5,6 +5,7 @@
 // leads to the test provider's page, whose Decline comes back to the ticket's own page saying
 // so; Pay again, Pay there, and the ticket's page shows the QR code. Every page of ours is
 // screenshotted into ARTIFACTS and checked by axe-core; the last line is JSON.
+import { readFileSync } from 'node:fs';
 import { open, signIn } from './harness.mjs';
 
 const { BASE, SLUG, TITLE, EMAIL, PASSWORD } = process.env;
@@ -60,6 +61,15 @@ await page.getByText(/Payment received/).waitFor();
 result.received = true;
 result.payButtonsAfter = await page.getByRole('button', { name: 'Pay', exact: true }).count();
 await audit('ticket-paid');
+
+// Into the calendar: the .ics file the ticket's page makes, and the Google Calendar link.
+const [download] = await Promise.all([
+  page.waitForEvent('download'),
+  page.getByRole('button', { name: 'Add to calendar (.ics)' }).click(),
+]);
+result.icsName = download.suggestedFilename();
+result.ics = readFileSync(await download.path(), 'utf8');
+result.google = await page.getByRole('link', { name: 'Google Calendar' }).getAttribute('href');
 
 await browser.close();
 console.log(JSON.stringify(result));

@@ -5,7 +5,8 @@
 //! the same code again is refused; a participant declines a payment at the test provider, pays
 //! at the second attempt and finds the QR code on the ticket's page; payments that come after
 //! the hold ran out take a free seat or come back, and a cancelled event's refund shows on the
-//! ticket and on the organizer's pages. Screenshots of each page go to
+//! ticket and on the organizer's pages; a participant manages their account (name, sessions,
+//! password) on a phone and a computer. Screenshots of each page go to
 //! target/browser-artifacts.
 
 use crate::identity::{Ctx, PASSWORD};
@@ -301,6 +302,12 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
     )
     .await;
     clean(&result);
+    let requester = result["requester"].as_str().unwrap();
+    assert!(
+        requester.contains(&organizer.email) && !requester.contains(&organizer.user_id),
+        "{result}"
+    );
+
     assert_eq!(result["typeRows"], 2, "{result}");
     assert_eq!(result["offSale"], 0, "both types on sale: {result}");
     assert!(result["coverWidth"].as_u64().unwrap() > 0, "{result}");
@@ -652,6 +659,19 @@ async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
     assert_eq!(latest.status, 200, "{}", latest.body);
     assert_eq!(latest.body["status"], "PAID", "{}", latest.body);
     assert_eq!(latest.body["attempt"], 2, "{}", latest.body);
+
+    // The ticket into a calendar: an .ics file of this event with the ticket's code, and
+    // Google Calendar's form filled in.
+    assert_eq!(result["icsName"], format!("{slug}.ics"), "{result}");
+    let ics = result["ics"].as_str().unwrap().replace("\r\n ", "");
+    assert!(ics.starts_with("BEGIN:VCALENDAR\r\n"), "{ics}");
+    assert!(ics.contains(&format!("SUMMARY:{title}\r\n")), "{ics}");
+    assert!(ics.contains(code), "{ics}");
+    let google = result["google"].as_str().unwrap();
+    assert!(
+        google.starts_with("https://calendar.google.com/calendar/render?action=TEMPLATE"),
+        "{google}"
+    );
 }
 
 #[tokio::test]
@@ -795,4 +815,65 @@ async fn late_payments_take_a_free_seat_or_come_back_and_a_cancelled_event_is_re
     assert_eq!(line["paidCents"], 90000, "{}", revenue.body);
     assert_eq!(line["refundedCents"], 90000, "{}", revenue.body);
     assert_eq!(line["netCents"], 0, "{}", revenue.body);
+}
+
+#[tokio::test]
+async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
+    let ctx = Ctx::new().await;
+    let participant = ctx.user().await;
+    let (result, artifacts) = run(
+        "self-service",
+        &[
+            ("BASE", &ctx.base),
+            ("EMAIL", &participant.email),
+            ("PASSWORD", PASSWORD),
+            ("NEW_PASSWORD", "violet-hour-7"),
+        ],
+    )
+    .await;
+    clean(&result);
+    screenshots(
+        &artifacts,
+        &[
+            "phone-menu-folded",
+            "phone-menu-open",
+            "profile",
+            "not-found",
+        ],
+    );
+    // The phone's menu: folded, opened, folded again after the navigation.
+    assert_eq!(result["menuFolded"], "false", "{result}");
+    assert_eq!(result["profileHidden"], true, "{result}");
+    assert_eq!(result["menuOpened"], "true", "{result}");
+    assert_eq!(result["menuFoldedAfter"], "false", "{result}");
+    // Three sessions (the test's own, the computer, the phone), the phone's marked as this
+    // device; two left after signing the computer out.
+    assert_eq!(result["sessions"], 3, "{result}");
+    assert_eq!(result["thisDevice"], 1, "{result}");
+    assert_eq!(result["thisDeviceIsThePhone"], 1, "{result}");
+    assert_eq!(result["sessionsAfter"], 2, "{result}");
+    assert_eq!(result["computerSignedOut"], "/signin", "{result}");
+    assert_eq!(result["newPasswordWorks"], true, "{result}");
+    // The front's own 404, the token gone from the address, home instead of elsewhere.
+    assert_eq!(result["missingStatus"], 404, "{result}");
+    assert!(
+        result["missingHeading"]
+            .as_str()
+            .unwrap()
+            .contains("not found"),
+        "{result}"
+    );
+    assert_eq!(result["resetAddress"], "/reset-password", "{result}");
+    assert_eq!(
+        result["afterEvilNext"],
+        format!("{}/", ctx.base),
+        "{result}"
+    );
+
+    // What the server holds: the new name, the new password, the old one refused.
+    let fresh = ctx.login(&participant.email, "violet-hour-7").await;
+    assert_eq!(fresh.status, 200, "{}", fresh.body);
+    assert_eq!(fresh.body["user"]["firstName"], "Vera", "{}", fresh.body);
+    assert_eq!(fresh.body["user"]["lastName"], "Pavlova", "{}", fresh.body);
+    assert_eq!(ctx.login(&participant.email, PASSWORD).await.status, 401);
 }

@@ -170,6 +170,127 @@ async fn a_role_change_a_deleted_organization_and_a_deleted_account_end_tokens()
 }
 
 #[tokio::test]
+async fn a_person_sees_their_sessions_and_ends_one_from_another() {
+    let ctx = Ctx::new().await;
+    let user = ctx.user().await;
+    // A second sign-in from a phone, told apart by what signed in.
+    let phone = send(
+        ctx.http
+            .post(format!("{}/api/v1/auth/login", ctx.base))
+            .header(
+                "User-Agent",
+                "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0) Safari/604.1",
+            )
+            .json(&json!({"email": user.email, "password": PASSWORD})),
+    )
+    .await;
+    assert_eq!(phone.status, 200, "{}", phone.body);
+    let phone = session(&phone.body, &user.email);
+    let listed = ctx
+        .get("/api/v1/users/me/sessions", Some(&user.access))
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let list = listed.body.as_array().unwrap();
+    assert_eq!(list.len(), 2, "{}", listed.body);
+    // The most recently used first: the phone's, with its client, then the first one.
+    assert_eq!(
+        list[0]["client"],
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0) Safari/604.1"
+    );
+    let phone_sid = claims(&phone.access)["sid"].clone();
+    assert_eq!(list[0]["id"], phone_sid, "{}", listed.body);
+    assert_eq!(
+        list[1]["id"],
+        claims(&user.access)["sid"],
+        "{}",
+        listed.body
+    );
+    for s in list {
+        assert!(
+            s["startedAt"].is_string() && s["lastUsedAt"].is_string() && s["expiresAt"].is_string()
+        );
+    }
+
+    // A refresh keeps the session, its start and its client.
+    let refreshed = ctx
+        .post(
+            "/api/v1/auth/refresh",
+            None,
+            json!({"refreshToken": phone.refresh}),
+        )
+        .await;
+    assert_eq!(refreshed.status, 200, "{}", refreshed.body);
+    let after = ctx
+        .get("/api/v1/users/me/sessions", Some(&user.access))
+        .await;
+    let again = after.body.as_array().unwrap();
+    assert_eq!(again.len(), 2, "{}", after.body);
+    assert_eq!(again[0]["id"], phone_sid);
+    assert_eq!(again[0]["client"], list[0]["client"]);
+    assert_eq!(again[0]["startedAt"], list[0]["startedAt"]);
+
+    // Ended from the computer: the phone's tokens stop at once, the computer goes on.
+    let id = phone_sid.as_str().unwrap();
+    let ended = ctx
+        .delete(
+            &format!("/api/v1/users/me/sessions/{id}"),
+            Some(&user.access),
+        )
+        .await;
+    assert_eq!(ended.status, 204, "{}", ended.body);
+    let phone_access = refreshed.body["accessToken"].as_str().unwrap();
+    assert_revoked(
+        &ctx.get("/api/v1/users/me", Some(phone_access)).await,
+        "the ended session's access token",
+    );
+    let refresh = ctx
+        .post(
+            "/api/v1/auth/refresh",
+            None,
+            json!({"refreshToken": refreshed.body["refreshToken"]}),
+        )
+        .await;
+    assert_eq!(refresh.status, 401, "{}", refresh.body);
+    assert_eq!(
+        ctx.get("/api/v1/users/me", Some(&user.access)).await.status,
+        200
+    );
+    let left = ctx
+        .get("/api/v1/users/me/sessions", Some(&user.access))
+        .await;
+    assert_eq!(left.body.as_array().unwrap().len(), 1, "{}", left.body);
+
+    // Ended already, someone else's, or no id: 404 / 400, nothing else ended.
+    let twice = ctx
+        .delete(
+            &format!("/api/v1/users/me/sessions/{id}"),
+            Some(&user.access),
+        )
+        .await;
+    assert_eq!(twice.status, 404, "{}", twice.body);
+    let stranger = ctx.user().await;
+    let theirs = claims(&user.access)["sid"].as_str().unwrap().to_string();
+    let foreign = ctx
+        .delete(
+            &format!("/api/v1/users/me/sessions/{theirs}"),
+            Some(&stranger.access),
+        )
+        .await;
+    assert_eq!(foreign.status, 404, "{}", foreign.body);
+    assert_eq!(
+        ctx.get("/api/v1/users/me", Some(&user.access)).await.status,
+        200,
+        "a stranger cannot end it"
+    );
+    let bad = ctx
+        .delete("/api/v1/users/me/sessions/not-a-uuid", Some(&user.access))
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert_eq!(ctx.get("/api/v1/users/me/sessions", None).await.status, 401);
+    ctx.stop().await;
+}
+
+#[tokio::test]
 async fn logout_ends_its_session_and_a_password_change_ends_them_all() {
     let ctx = Ctx::new().await;
     let user = ctx.user().await;

@@ -41,7 +41,9 @@ export function setTitle(text) {
 
 // The aria-live region under the header: every outcome of an action is told there.
 let pending = null;
-export function announce(message, kind = 'ok') {
+// `shown: false` when the result is already written next to what was pressed: then it is
+// only heard, not shown twice.
+export function announce(message, kind = 'ok', { shown = true } = {}) {
   const region = document.getElementById('status');
   clearTimeout(pending);
   region.textContent = '';
@@ -51,7 +53,7 @@ export function announce(message, kind = 'ok') {
   // floats over the page's foot: a success leaves after a while (read by then), an error
   // stays until the next action or a click on it.
   pending = setTimeout(() => {
-    region.className = `status status-${kind}`;
+    region.className = `status status-${kind}${shown ? '' : ' visually-hidden'}`;
     region.textContent = message;
     if (kind === 'ok') pending = setTimeout(() => announce(''), OK_FOR_MS);
   }, 50);

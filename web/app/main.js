@@ -21,6 +21,7 @@ const ROUTES = [
   { path: /^\/me\/tickets$/, load: page('tickets'), signedIn: true },
   { path: /^\/me\/tickets\/([^/]+)$/, keys: ['id'], load: page('ticket'), signedIn: true },
   { path: /^\/me\/notifications$/, load: page('notifications'), signedIn: true },
+  { path: /^\/me\/profile$/, load: page('profile'), signedIn: true },
   { path: /^\/docs$/, load: page('docs') },
   // Organizers, administrators, the door: their own router, texts and modules.
   { path: /^\/(org|admin|door)(\/|$)/, load: () => import('./staff/router.js'), signedIn: true },
@@ -107,7 +108,7 @@ function renderHeader() {
 
   const user = session.user();
   document.getElementById('account').replaceChildren(session.signedIn()
-    ? h('span', {}, h('span', { class: 'who' }, user?.firstName || user?.email || ''),
+    ? h('span', {}, navLink('/me/profile', user?.firstName || user?.email || t('nav.myProfile')),
       h('button', { type: 'button', class: 'link', onclick: signOut }, t('nav.signOut')))
     : h('span', {}, navLink('/signin', t('nav.signIn')), ' ', navLink('/signup', t('nav.signUp'))));
 }

@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::extract::{Json, Query};
 use crate::state::AppState;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use domain::error::{ErrorCode, Refusal};
 use domain::i18n::Lang;
 use domain::identity::refusals::IdentityRefusal;
@@ -54,11 +54,19 @@ pub async fn register(
     Ok((StatusCode::CREATED, Json(user.into())))
 }
 
+/// What signs in, as the session list shows it: the User-Agent.
+fn client(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+}
+
 /// Signs in with email and password.
 #[utoipa::path(post, path = "/api/v1/auth/login", tag = "auth", request_body = LoginRequest,
     responses((status = 200, body = AuthResponse), (status = 401, body = crate::error::ErrorBody)))]
 pub async fn login(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Json(body): Json<LoginRequest>,
 ) -> Result<Json<AuthResponse>, ApiError> {
     let mut errors = FieldErrors::new();
@@ -78,7 +86,7 @@ pub async fn login(
     // Told only to whoever knows the password, so a guesser learns nothing from it.
     refuse_blocked(&user)?;
     users::login_succeeded(&state.db, user.id, now).await?;
-    let issued = sessions::start(&state.db, user.id, now).await?;
+    let issued = sessions::start(&state.db, user.id, client(&headers), now).await?;
     Ok(Json(session_response(
         &state,
         user,
@@ -258,6 +266,7 @@ impl utoipa::ToSchema for MessengerSignInRequest {}
     responses((status = 200, body = AuthResponse), (status = 201, body = AuthResponse), (status = 401, body = crate::error::ErrorBody)))]
 pub async fn messenger_sign_in(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Json(payload): Json<BTreeMap<String, serde_json::Value>>,
 ) -> Result<(StatusCode, Json<AuthResponse>), ApiError> {
     // Loading drops a blank or malformed token; a configuration built in code is held to the
@@ -323,7 +332,7 @@ pub async fn messenger_sign_in(
     )
     .await?;
     refuse_blocked(&user)?;
-    let issued = sessions::start(&state.db, user.id, now).await?;
+    let issued = sessions::start(&state.db, user.id, client(&headers), now).await?;
     let status = if created {
         StatusCode::CREATED
     } else {

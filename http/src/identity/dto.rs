@@ -281,6 +281,10 @@ pub struct OrganizationRequestDto {
     pub organization_id: Option<Uuid>,
     /// Submission time.
     pub created_at: DateTime<Utc>,
+    /// The requester's first and last name, when they gave one.
+    pub requester_name: Option<String>,
+    /// The requester's email, when the account has one.
+    pub requester_email: Option<String>,
 }
 
 impl From<OrgRequest> for OrganizationRequestDto {
@@ -298,6 +302,8 @@ impl From<OrgRequest> for OrganizationRequestDto {
             reserved_until: r.reserved_until,
             organization_id: r.organization_id,
             created_at: r.created_at,
+            requester_name: r.requester_name,
+            requester_email: r.requester_email,
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod groups;
 pub mod organizations;
 pub mod passwords;
 pub mod requests;
+pub mod sessions;
 pub mod users;
 
 use crate::error::ApiError;
@@ -46,6 +47,8 @@ pub fn routes() -> Router<AppState> {
             get(users::me).put(users::update).delete(users::delete),
         )
         .route("/api/v1/users/me/password", put(users::change_password))
+        .route("/api/v1/users/me/sessions", get(sessions::list))
+        .route("/api/v1/users/me/sessions/{id}", delete(sessions::end))
         .route(
             "/api/v1/organization-requests",
             post(requests::submit).get(requests::list),
@@ -116,7 +119,7 @@ pub fn routes() -> Router<AppState> {
         auth::messenger_sign_in, auth::messenger_sign_in_offer, auth::register, auth::login, auth::refresh, auth::logout,
         auth::forgot_password, auth::reset_password, auth::verify_email, auth::verify_email_link,
         auth::resend_verification,
-        users::me, users::update, users::delete, users::change_password,
+        users::me, users::update, users::delete, users::change_password, sessions::list, sessions::end,
         requests::submit, requests::list, requests::get, requests::approve, requests::reject,
         organizations::list, organizations::create, organizations::get, organizations::update,
         organizations::delete, organizations::switch, organizations::members, organizations::invite,

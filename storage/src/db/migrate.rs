@@ -384,6 +384,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V7__idempotency_holder",
                 include_str!("../../../migrations/user_service/V7__idempotency_holder.sql"),
             ),
+            (
+                "V8__session_clients",
+                include_str!("../../../migrations/user_service/V8__session_clients.sql"),
+            ),
         ],
         Schema::EventService => &[
             (

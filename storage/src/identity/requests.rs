@@ -66,11 +66,18 @@ pub struct OrgRequest {
     pub organization_id: Option<Uuid>,
     /// Submission time.
     pub created_at: DateTime<Utc>,
+    /// Who asked, as the administrator reviewing it needs to know: "first last", when given.
+    pub requester_name: Option<String>,
+    /// The requester's email, when the account has one.
+    pub requester_email: Option<String>,
 }
 
 const COLUMNS: &str =
     "id, user_id, name, slug, description, status, reviewed_by, review_comment, reviewed_at,
-    reserved_until, organization_id, created_at";
+    reserved_until, organization_id, created_at,
+    (SELECT nullif(btrim(u.first_name || ' ' || u.last_name), '') FROM user_service.users u
+      WHERE u.id = organization_requests.user_id),
+    (SELECT u.email FROM user_service.users u WHERE u.id = organization_requests.user_id)";
 
 fn from_row(row: &Row) -> OrgRequest {
     let status: String = row.get(5);
@@ -87,6 +94,8 @@ fn from_row(row: &Row) -> OrgRequest {
         reserved_until: row.get(9),
         organization_id: row.get(10),
         created_at: row.get(11),
+        requester_name: row.get(12),
+        requester_email: row.get(13),
     }
 }
 

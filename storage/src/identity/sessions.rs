@@ -56,14 +56,15 @@ async fn insert(
     user: UserId,
     session: Uuid,
     tenant: Option<TenantId>,
+    client: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Issued> {
     let token = new_token();
     let expires_at = now + limits::refresh_token_ttl();
     tx.execute(
-        "INSERT INTO user_service.refresh_tokens (id, user_id, session_id, token_hash, organization_id, expires_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        &[&Uuid::now_v7(), &user.as_uuid(), &session, &hash(&token), &tenant.map(|t| t.as_uuid()), &expires_at, &now],
+        "INSERT INTO user_service.refresh_tokens (id, user_id, session_id, token_hash, organization_id, expires_at, created_at, client)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        &[&Uuid::now_v7(), &user.as_uuid(), &session, &hash(&token), &tenant.map(|t| t.as_uuid()), &expires_at, &now, &client],
     )
     .await?;
     Ok(Issued {
@@ -73,10 +74,27 @@ async fn insert(
     })
 }
 
-/// Starts a new session for `user`, revoking the oldest beyond the limit.
-pub async fn start(db: &Database, user: UserId, now: DateTime<Utc>) -> Result<Issued> {
+/// Longest description of what started a session that is kept.
+pub const MAX_CLIENT_CHARS: usize = 200;
+
+/// Starts a new session for `user` from `client` (its User-Agent), revoking the oldest beyond
+/// the limit.
+pub async fn start(
+    db: &Database,
+    user: UserId,
+    client: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Issued> {
+    let client: Option<String> = client
+        .map(|c| {
+            c.chars()
+                .filter(|c| !c.is_control())
+                .take(MAX_CLIENT_CHARS)
+                .collect::<String>()
+        })
+        .filter(|c| !c.trim().is_empty());
     let tx = db.begin(Scope::user(user)).await?;
-    let issued = insert(&tx, user, Uuid::now_v7(), None, now).await?;
+    let issued = insert(&tx, user, Uuid::now_v7(), None, client.as_deref(), now).await?;
     let pushed_out = tx
         .query(
             "UPDATE user_service.refresh_tokens SET revoked = true, revoked_at = $2
@@ -101,7 +119,7 @@ pub async fn rotate(db: &Database, token: &str, now: DateTime<Utc>) -> Result<Ro
         .query_opt(
             "UPDATE user_service.refresh_tokens SET revoked = true, revoked_at = $2
              WHERE token_hash = $1 AND NOT revoked AND expires_at > $2
-             RETURNING user_id, session_id, organization_id",
+             RETURNING user_id, session_id, organization_id, client",
             &[&hash(token), &now],
         )
         .await?;
@@ -145,7 +163,8 @@ pub async fn rotate(db: &Database, token: &str, now: DateTime<Utc>) -> Result<Ro
     if !active {
         return Err(invalid().into());
     }
-    let issued = insert(&tx, user, session, tenant, now).await?;
+    let client: Option<String> = row.get(3);
+    let issued = insert(&tx, user, session, tenant, client.as_deref(), now).await?;
     tx.commit().await?;
     Ok(Rotated {
         user,
@@ -171,6 +190,67 @@ pub async fn end_session(db: &Database, token: &str, now: DateTime<Utc>) -> Resu
     if let Some(row) = ended {
         revocations::sessions(&tx, UserId(row.get(0)), &[row.get(1)]).await?;
     }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A session as its owner sees it on their profile.
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    pub id: Uuid,
+    /// What started it (a User-Agent), when known.
+    pub client: Option<String>,
+    /// The oldest token of its chain still stored: when it was signed in, unless that is
+    /// older than the tokens' lifetime.
+    pub started_at: DateTime<Utc>,
+    /// Its last refresh (or its start).
+    pub last_used_at: DateTime<Utc>,
+    /// When it ends unless refreshed again.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The user's active sessions, the most recently used first.
+pub async fn list(db: &Database, user: UserId, now: DateTime<Utc>) -> Result<Vec<SessionInfo>> {
+    let tx = db.begin(Scope::user(user)).await?;
+    let rows = tx
+        .query(
+            "SELECT a.session_id, a.client, a.expires_at, a.created_at,
+                    (SELECT min(s.created_at) FROM user_service.refresh_tokens s
+                      WHERE s.session_id = a.session_id AND s.user_id = a.user_id)
+             FROM user_service.refresh_tokens a
+             WHERE a.user_id = $1 AND NOT a.revoked AND a.expires_at > $2
+             ORDER BY a.created_at DESC, a.id DESC",
+            &[&user.as_uuid(), &now],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(rows
+        .iter()
+        .map(|r| SessionInfo {
+            id: r.get(0),
+            client: r.get(1),
+            expires_at: r.get(2),
+            last_used_at: r.get(3),
+            started_at: r.get::<_, Option<DateTime<Utc>>>(4).unwrap_or(r.get(3)),
+        })
+        .collect())
+}
+
+/// Ends one session of the user, its access tokens included (signing out another device).
+/// Not found when it is not theirs or has ended already.
+pub async fn end_one(db: &Database, user: UserId, session: Uuid, now: DateTime<Utc>) -> Result<()> {
+    let tx = db.begin(Scope::user(user)).await?;
+    let ended = tx
+        .execute(
+            "UPDATE user_service.refresh_tokens SET revoked = true, revoked_at = $3
+             WHERE user_id = $1 AND session_id = $2 AND NOT revoked AND expires_at > $3",
+            &[&user.as_uuid(), &session, &now],
+        )
+        .await?;
+    if ended == 0 {
+        return Err(Refusal::not_found().into());
+    }
+    revocations::sessions(&tx, user, &[session]).await?;
     tx.commit().await?;
     Ok(())
 }

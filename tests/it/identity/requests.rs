@@ -85,6 +85,15 @@ async fn submit_review_and_create() {
         )
         .await;
     assert_eq!(all.body["totalElements"], 2);
+    // The administrator sees who asked: name and email, not only an account id.
+    let bobs = all.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == bob_id.as_str())
+        .unwrap();
+    assert_eq!(bobs["requesterEmail"], bob.email.as_str(), "{bobs}");
+    assert_eq!(bobs["requesterName"], "Test User", "{bobs}");
     assert_eq!(
         ctx.get(
             "/api/v1/organization-requests?status=WHATEVER",

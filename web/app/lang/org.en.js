@@ -9,6 +9,7 @@ export default {
   'org.report': 'Events report',
   'org.door': 'Ticket check',
   'org.dashboard': 'Dashboard',
+  'org.preview': 'Preview as a participant',
   'org.publicPage': 'Event page',
   'org.edit': 'Edit',
   'org.delete': 'Delete',

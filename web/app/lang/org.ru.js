@@ -9,6 +9,7 @@ export default {
   'org.report': 'Отчёт по событиям',
   'org.door': 'Проверка билетов',
   'org.dashboard': 'Статистика',
+  'org.preview': 'Как увидят участники',
   'org.publicPage': 'Страница события',
   'org.edit': 'Изменить',
   'org.delete': 'Удалить',

@@ -54,7 +54,12 @@ export default async function adminRequests({ root, query, signal }) {
     return h('li', { class: 'card' }, h('article', { 'aria-labelledby': id },
       h('h2', { id }, r.name, ' ', requestBadge(r.status)),
       h('p', { class: 'meta' }, t('admin.slug'), ' ', h('code', {}, r.slug), ' · ', dateTime(r.createdAt)),
-      h('p', { class: 'meta' }, t('admin.requester'), ' ', h('code', {}, r.userId)),
+      // Who asked, by name and email; the account's id only when it has neither.
+      h('p', { class: 'meta' }, t('admin.requester'), ' ',
+        r.requesterName || r.requesterEmail
+          ? [r.requesterName, r.requesterEmail && h('a', { href: `mailto:${r.requesterEmail}` }, r.requesterEmail)]
+            .filter(Boolean).flatMap((x, i) => (i ? [' · ', x] : [x]))
+          : h('code', {}, r.userId)),
       r.description && h('p', { class: 'description' }, r.description),
       r.reviewComment && h('p', {}, t(r.status === 'REJECTED' ? 'req.reason' : 'req.comment'), ' ', r.reviewComment),
       r.reviewedAt && h('p', { class: 'hint' }, t('admin.reviewedAt', { date: dateTime(r.reviewedAt) })),

@@ -247,16 +247,23 @@ export default async function eventPage({ root, params, query, signal }) {
 
   // ---- The page ----
   const notice = { CANCELLED: 'event.cancelled', COMPLETED: 'event.completed', DRAFT: 'event.draft' }[event.status];
+  const calendar = h('div', {});
   root.replaceChildren(h('article', { class: 'event' },
     h('h1', {}, event.title),
     notice && h('p', { class: 'notice' }, badge(event.status), ' ', t(notice)),
     cover(event),
     h('p', { class: 'meta' }, h('time', { datetime: event.startsAt }, when(event.startsAt, event.endsAt, event.timezone))),
     place(event),
+    calendar,
     event.description && h('div', { class: 'description' }, event.description),
     h('section', { 'aria-labelledby': 'tickets-title' },
       h('h2', { id: 'tickets-title' }, t('event.tickets')),
       mine, list, open && refreshNote)));
+  // Into one's calendar, for an event still to come; its module is not part of the page's
+  // own load.
+  if (event.status === 'PUBLISHED') {
+    import('../calendar.js').then((c) => calendar.replaceChildren(c.calendarLinks(event))).catch(() => {});
+  }
 
   // The event stays readable when its tickets or the caller's registration cannot be had.
   await Promise.all([

@@ -58,7 +58,8 @@ export default async function orgEvent({ root, params, signal }) {
       h('p', { class: 'links' },
         h('a', { href: `/org/events/${event.id}/dashboard` }, t('org.dashboard')),
         h('a', { href: `/door/${event.id}` }, t('org.door')),
-        event.status !== 'DRAFT' && h('a', { href: `/e/${encodeURIComponent(event.slug)}` }, t('org.publicPage'))),
+        // A draft's page is seen by its organizers only: how participants will see it.
+        h('a', { href: `/e/${encodeURIComponent(event.slug)}` }, t(event.status === 'DRAFT' ? 'org.preview' : 'org.publicPage'))),
       lifecycle(event, (next) => {
         const wasFinal = FINAL.includes(event.status);
         event = next;

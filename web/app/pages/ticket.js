@@ -8,6 +8,7 @@
 //   GET  /api/v1/registrations/{id}/refunds    a cancelled or lapsed paid ticket's money
 //   POST /api/v1/registrations/{id}/checkout   Pay (pay.js), a new attempt after a decline
 import { api } from '../api.js';
+import { calendarLinks } from '../calendar.js';
 import { fill, h, setTitle } from '../dom.js';
 import { navigate, signInHere } from '../nav.js';
 import { awaitsPayment, cameBack, payBlock, ready } from '../pay.js';
@@ -61,6 +62,7 @@ export default async function ticketPage({ root, params, signal }) {
     const hadFocus = card.contains(document.activeElement);
     fill(card,
       ticketDetails(reg, event, names.get(reg.ticketTypeId)),
+      event && ['CONFIRMED', 'RESERVED', 'PENDING'].includes(reg.status) && calendarLinks(event, reg.confirmationCode),
       awaitsPayment(reg) && payBlock(reg),
       mayHaveRefunds(reg) && refundNote(reg, signal));
     if (hadFocus) {

@@ -1,0 +1,147 @@
+// "/me/profile": the signed-in person's own account — their name, their password, the devices
+// signed in (each can be signed out from here), and closing the account with what it does.
+//   GET    /api/v1/users/me                  the profile
+//   PUT    /api/v1/users/me                  {firstName, lastName}
+//   PUT    /api/v1/users/me/password         {currentPassword, newPassword} → 204, every session ends
+//   GET    /api/v1/users/me/sessions         [{id, client, startedAt, lastUsedAt, expiresAt}]
+//   DELETE /api/v1/users/me/sessions/{id}    204; the access token's `sid` names this device's
+//   DELETE /api/v1/users/me                  204; 422 owns_organizations
+// Every result is said next to what was pressed (and aloud, through the status region).
+import { api } from '../api.js';
+import { announce, fill, h, hidden, setTitle } from '../dom.js';
+import { dateTime } from '../format.js';
+import { field, fieldError, form, submitButton } from '../forms.js';
+import { navigate } from '../nav.js';
+import * as session from '../session.js';
+import { loadTexts, t } from '../staff/texts.js';
+
+// A line under a form: what its button did.
+function outcome() {
+  const p = h('p', { class: 'notice', hidden: true });
+  p.say = (text, kind = 'ok') => {
+    p.className = `notice${kind === 'error' ? ' notice-error' : ' notice-ok'}`;
+    p.textContent = text;
+    p.hidden = false;
+    announce(text, kind, { shown: false });
+  };
+  return p;
+}
+
+const section = (id, title, ...children) =>
+  h('section', { 'aria-labelledby': id }, h('h2', { id }, title), ...children);
+
+// "Chrome on Android" would need a parser of User-Agents; the text itself, shortened, tells a
+// person their own devices apart well enough.
+const clientName = (client) => {
+  if (!client) return t('profile.unknownDevice');
+  return client.length > 90 ? `${client.slice(0, 90)}…` : client;
+};
+
+export default async function profile({ root, signal }) {
+  const [me] = await Promise.all([api.get('/users/me', { signal }), loadTexts(['profile'])]);
+  setTitle(t('profile.title'));
+
+  // ---- Name ----
+  const nameSaid = outcome();
+  const names = form(async ({ firstName, lastName }) => {
+    const updated = await api.put('/users/me', { firstName: firstName.trim(), lastName: lastName.trim() });
+    session.save({ accessToken: session.accessToken(), refreshToken: session.refreshToken(), user: { ...session.user(), ...updated } });
+    nameSaid.say(t('profile.saved'));
+  },
+  field('firstName', t('field.firstName'), { value: me.firstName || '', autocomplete: 'given-name', maxlength: 100 }),
+  field('lastName', t('field.lastName'), { value: me.lastName || '', autocomplete: 'family-name', maxlength: 100 }),
+  submitButton(t('profile.save')));
+
+  // ---- Password ----
+  const passwordSaid = outcome();
+  const password = form(async ({ currentPassword, newPassword, repeatPassword }, el) => {
+    if (newPassword !== repeatPassword) {
+      fieldError(el, 'repeatPassword', t('reset.mismatch'));
+      el.elements.repeatPassword.focus();
+      return;
+    }
+    await api.put('/users/me/password', { currentPassword, newPassword });
+    // Every session has ended, this one too: sign in again with the new password.
+    session.clear();
+    navigate('/signin');
+    announce(t('profile.passwordChanged'));
+  },
+  h('input', { type: 'text', name: 'username', autocomplete: 'username', value: me.email || '', hidden: true }),
+  field('currentPassword', t('profile.currentPassword'), { id: 'pw-current', type: 'password', autocomplete: 'current-password', hint: t('profile.noPasswordYet') }),
+  field('newPassword', t('field.newPassword'), { id: 'pw-new', type: 'password', autocomplete: 'new-password', required: true, hint: t('field.passwordRule') }),
+  field('repeatPassword', t('field.repeatPassword'), { id: 'pw-repeat', type: 'password', autocomplete: 'new-password', required: true }),
+  submitButton(t('profile.changePassword')));
+
+  // ---- Sessions ----
+  const sessionsSaid = outcome();
+  const sessionsBox = h('div', {});
+  const mine = session.claims()?.sid;
+  async function loadSessions() {
+    const list = await api.get('/users/me/sessions', { signal });
+    fill(sessionsBox, h('ul', { class: 'sessions' }, list.map((s) => {
+      const here = s.id === mine;
+      const name = clientName(s.client);
+      return h('li', { class: 'session' },
+        h('p', {}, h('strong', {}, name), here && h('span', { class: 'badge badge-confirmed' }, t('profile.thisDevice'))),
+        h('p', { class: 'meta' }, t('profile.sessionTimes', { started: dateTime(s.startedAt), used: dateTime(s.lastUsedAt) })),
+        h('button', {
+          type: 'button',
+          class: here ? null : 'danger',
+          onclick: async (e) => {
+            const button = e.currentTarget;
+            if (here) {
+              const refreshToken = session.refreshToken();
+              session.clear();
+              if (refreshToken) api.post('/auth/logout', { refreshToken }).catch(() => {});
+              navigate('/');
+              announce(t('auth.signedOut'));
+              return;
+            }
+            button.disabled = true;
+            try {
+              await api.del(`/users/me/sessions/${encodeURIComponent(s.id)}`);
+              sessionsSaid.say(t('profile.sessionEnded', { name }));
+              await loadSessions();
+              sessionsBox.querySelector('button')?.focus();
+            } catch (err) {
+              button.disabled = false;
+              sessionsSaid.say(err.message, 'error');
+            }
+          },
+        }, t('nav.signOut'), hidden(`: ${name}`)));
+    })));
+  }
+
+  // ---- Closing the account ----
+  const deleteSaid = outcome();
+  const closing = h('button', {
+    type: 'button',
+    class: 'danger',
+    onclick: async (e) => {
+      if (!window.confirm(t('profile.deleteConfirm'))) return;
+      const button = e.currentTarget;
+      button.disabled = true;
+      try {
+        await api.del('/users/me');
+        session.clear();
+        navigate('/');
+        announce(t('profile.deleted'));
+      } catch (err) {
+        button.disabled = false;
+        deleteSaid.say(err.message, 'error');
+      }
+    },
+  }, t('profile.delete'));
+
+  root.replaceChildren(
+    h('h1', {}, t('profile.title')),
+    me.email && h('p', { class: 'meta' }, t('profile.email', { email: me.email })),
+    section('profile-name', t('profile.name'), names, nameSaid),
+    section('profile-password', t('profile.password'), h('p', { class: 'hint' }, t('profile.passwordHint')), password, passwordSaid),
+    section('profile-sessions', t('profile.sessions'), h('p', { class: 'hint' }, t('profile.sessionsHint')), sessionsBox, sessionsSaid),
+    section('profile-delete', t('profile.deleteTitle'),
+      h('ul', {}, ['profile.deleteSignsOut', 'profile.deleteTickets', 'profile.deleteMemberships', 'profile.deleteEmail', 'profile.deleteOwners']
+        .map((k) => h('li', {}, t(k)))),
+      closing, deleteSaid));
+  await loadSessions();
+}
