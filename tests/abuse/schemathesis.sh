@@ -66,6 +66,8 @@ TOKEN=$(post "/api/v1/organizations/$ORG/switch" '' "$OWNER" | json "['accessTok
 [ -n "$TOKEN" ] || die "could not sign in as an organizer"
 
 log "schemathesis against $BASE/api/v1/openapi.json"
+# Logging out and ending a session (whose id the stateful phase reads from the session list)
+# end the very token the run uses; tests/it covers their refusals.
 # Every check runs (schemathesis 4 enables them all by default). They are not named on the
 # command line, where `--checks all` would override the per-operation exceptions of the file.
 # One worker: with two threads, Python 3.11's `ast` module (which Hypothesis calls to describe
@@ -78,4 +80,5 @@ log "schemathesis against $BASE/api/v1/openapi.json"
     --request-timeout 10 \
     --suppress-health-check all \
     --exclude-path /api/v1/auth/logout \
+    --exclude-path '/api/v1/users/me/sessions/{id}' \
     --no-color

@@ -877,3 +877,112 @@ async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
     assert_eq!(fresh.body["user"]["lastName"], "Pavlova", "{}", fresh.body);
     assert_eq!(ctx.login(&participant.email, PASSWORD).await.status, 401);
 }
+
+#[tokio::test]
+async fn two_phones_check_in_offline_and_a_ticket_used_on_both_is_reported() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, _) = crate::web::published_with_slug(&ctx, &owner, "Basement gig").await;
+    let types = ctx
+        .get(&format!("/api/v1/events/{event}/ticket-types"), None)
+        .await;
+    let list = types.body.get("data").unwrap_or(&types.body);
+    let ticket_type = list[0]["id"].as_str().unwrap().to_string();
+    let mut codes = Vec::new();
+    for (first, last) in [("Ann", "Lee"), ("Boris", "Petrov"), ("Clara", "Kim")] {
+        let (_, token) = crate::ticketing::participant();
+        let r = crate::support::send(
+            ctx.http
+                .post(format!("{}/api/v1/events/{event}/registrations", ctx.base))
+                .bearer_auth(&token)
+                .header("X-Idempotency-Key", uuid::Uuid::new_v4().to_string())
+                .json(&json!({"ticketTypeId": ticket_type, "firstName": first, "lastName": last})),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        codes.push(r.body["confirmationCode"].as_str().unwrap().to_string());
+    }
+
+    let (result, artifacts) = run(
+        "door-offline",
+        &[
+            ("BASE", &ctx.base),
+            ("EVENT", &event),
+            ("EMAIL", &owner.email),
+            ("PASSWORD", PASSWORD),
+            ("CODE_A", &codes[0]),
+            ("CODE_B", &codes[1]),
+            ("CODE_C", &codes[2]),
+        ],
+    )
+    .await;
+    clean(&result);
+    screenshots(&artifacts, &["door-online", "door-offline", "door-synced"]);
+    assert_eq!(result["headerShown"], false, "the door's own bar: {result}");
+    assert!(
+        result["bar"].as_str().unwrap().contains("0 of 3 in"),
+        "{result}"
+    );
+    // Offline, each phone decides against its own list.
+    for checked in [&result["firstA"], &result["secondB"], &result["secondC"]] {
+        assert_eq!(checked["title"], "ACCEPTED", "{result}");
+        assert!(
+            checked["detail"].as_str().unwrap().contains("offline"),
+            "{result}"
+        );
+    }
+    assert_eq!(result["firstB"], "ACCEPTED", "found by name: {result}");
+    assert!(
+        result["secondCAgain"]
+            .as_str()
+            .unwrap()
+            .contains("Already used at"),
+        "{result}"
+    );
+    assert!(
+        result["firstState"]
+            .as_str()
+            .unwrap()
+            .contains("2 check-ins wait"),
+        "{result}"
+    );
+    assert!(
+        result["secondState"]
+            .as_str()
+            .unwrap()
+            .contains("2 check-ins wait"),
+        "{result}"
+    );
+    // Back online: the first phone's two go through; the second's Boris is a second use.
+    assert!(
+        !result["firstReport"]
+            .as_str()
+            .unwrap()
+            .contains("USED TWICE"),
+        "{result}"
+    );
+    let report = result["secondReport"].as_str().unwrap();
+    assert!(report.contains("1 needs attention"), "{result}");
+    assert!(
+        report.contains("USED TWICE")
+            && report.contains(&codes[1])
+            && report.contains("Boris Petrov"),
+        "{result}"
+    );
+    assert_eq!(result["secondFigures"], "3 of 3 in", "{result}");
+
+    // What the server holds: each checked in once.
+    let all = ctx
+        .get(
+            &format!("/api/v1/events/{event}/registrations?status=CHECKED_IN"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(all.body["totalElements"], 3, "{}", all.body);
+    let door = ctx
+        .get(&format!("/api/v1/events/{event}/door"), Some(&owner.access))
+        .await;
+    assert_eq!(door.body["checkedIn"], 3, "{}", door.body);
+    assert_eq!(door.body["expected"], 3, "{}", door.body);
+}

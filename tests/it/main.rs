@@ -10,6 +10,7 @@ mod cli;
 mod cluster;
 mod contract;
 mod conventions;
+mod door_list;
 mod doors;
 mod events;
 mod fake_telegram;

@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod checkout;
+pub mod door;
 pub mod dto;
 pub mod internal;
 pub mod owner;
@@ -61,6 +62,7 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/events/{id}/check-in",
             post(registrations::check_in_by_code),
         )
+        .route("/api/v1/events/{id}/door", get(door::view))
         .route("/api/v1/registrations", get(registrations::mine))
         .route(
             "/api/v1/registrations/{id}",
@@ -129,7 +131,7 @@ pub fn self_idempotent_routes() -> Router<AppState> {
         catalog::unpublish, catalog::cancel, catalog::complete,
         ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
         registrations::create, registrations::list, registrations::mine, registrations::get, registrations::cancel,
-        registrations::check_in, registrations::check_in_by_code, registrations_export::export,
+        registrations::check_in, registrations::check_in_by_code, registrations_export::export, door::view,
         waitlist::mine, waitlist::join, waitlist::leave,
         payments::webhook, payments::mark_paid,
         checkout::check_out, checkout::latest, checkout::of_registration, checkout::of_event, checkout::refund,

@@ -6,6 +6,7 @@ pub mod cancellation;
 pub mod catalog;
 pub mod checkout;
 pub mod consumers;
+pub mod door;
 pub mod payment_accounts;
 pub mod payments;
 pub mod refunds;

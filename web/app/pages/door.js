@@ -1,24 +1,34 @@
-// "/door/{eventId}": checking people in at the entrance, on a phone. The code is typed or read
-// from the ticket's QR code (which holds the confirmation code itself, see tickets.js) by the
-// browser's own BarcodeDetector; no decoder is downloaded. The outcome is shown very large
-// (colour, word and sign) and announced; the last 10 outcomes stay on this device.
+// "/door/{eventId}": checking people in at the entrance, on a phone, with or without a
+// network. The code is typed, found by name, or read from the ticket's QR code (which holds
+// the confirmation code itself, see tickets.js) by the browser's own BarcodeDetector. The
+// outcome is shown very large (colour, word and sign) and announced; the last 10 outcomes stay
+// on this device. The page has its own compact bar (the site's header is hidden here) with the
+// figures ("12 of 450 in") and whether it is online.
+// Offline (staff/door-offline.js): the event's valid tickets are kept on the phone and
+// refreshed every 15 s; a code checked while the network is gone is decided against them and
+// queued; the queue is sent when the network returns, and a ticket another phone had let in
+// meanwhile is reported as used twice.
 //   GET  /api/v1/events/{id}                      title, time zone, organization
 //   GET  /api/v1/events/{id}/ticket-types?size=100  names of the ticket types
+//   GET  /api/v1/events/{id}/door?tickets=true     figures and the valid tickets
 //   POST /api/v1/events/{id}/check-in {confirmationCode, method: MANUAL|QR_CODE}
 //        (X-Idempotency-Key: a lost answer is asked again with the same key, so a retry is
-//        not refused as "already checked in")
+//        not refused as "already checked in"; a queued offline check-in keeps its key)
 import { api, isRetryable, postIdempotent, uuid } from '../api.js';
 import { fill, h, setTitle } from '../dom.js';
 import { when } from '../format.js';
 import { lang } from '../i18n.js';
 import { navigate, signInHere } from '../nav.js';
 import * as session from '../session.js';
-import { t } from '../staff/texts.js';
+import { decide, findByName, keepList, keepQueue, loadList, loadQueue, saveList, sync } from '../staff/door-offline.js';
+import { t, tn } from '../staff/texts.js';
 
 const KEEP = 10;
 const SCAN_MS = 250;
 const SAME_CODE_MS = 3000; // a ticket held in front of the camera is read many times
 const ICON = { ok: '✔', refused: '✖', error: '⚠', busy: '…' };
+const REFRESH_MS = 15_000;
+const SYNC_MS = 10_000;
 
 // Cyrillic letters that look like Latin ones (a Russian keyboard), spaces and dashes.
 const LOOKALIKE = { А: 'A', В: 'B', Е: 'E', К: 'K', М: 'M', Н: 'H', О: 'O', Р: 'P', С: 'C', Т: 'T', У: 'Y', Х: 'X' };
@@ -60,6 +70,42 @@ export default async function door({ root, params, signal }) {
   }
   const types = await api.get(`/events/${event.id}/ticket-types?size=100`, { signal })
     .then((p) => new Map(p.data.map((x) => [x.id, x.name]))).catch(() => new Map());
+  document.body.classList.add('door-mode');
+
+  // ---- The phone's list, the queue, the figures ----
+  let list = loadList(event.id);
+  const queue = loadQueue(event.id);
+  let reachable = navigator.onLine !== false;
+  const hhmm = new Intl.DateTimeFormat(lang() === 'ru' ? 'ru-RU' : 'en-GB', { timeStyle: 'short' });
+  const figures = h('p', { class: 'door-figures', 'aria-live': 'polite' });
+  const byType = h('ul', { class: 'door-types' });
+  const state = h('p', { class: 'door-state', role: 'status' });
+  let counts = null;
+  function drawState() {
+    if (counts) {
+      figures.textContent = t('door.in', { in: counts.checkedIn, of: counts.expected });
+      fill(byType, counts.byType.length > 1 && counts.byType.map((x) => h('li', {},
+        `${x.name}: ${t('door.in', { in: x.checkedIn, of: x.expected })}`)));
+    }
+    const waiting = queue.length ? ` ${tn('door.queued', queue.length)}` : '';
+    state.className = `door-state ${reachable ? 'door-online' : 'door-offline'}`;
+    state.textContent = reachable
+      ? `${t('door.online')}${waiting}`
+      : `${t('door.offline', { time: list ? hhmm.format(new Date(list.readAt)) : '—' })}${waiting}`;
+  }
+  async function refreshDoor() {
+    try {
+      const answer = await api.get(`/events/${event.id}/door?tickets=true`, { signal });
+      list = keepList(event.id, answer, queue);
+      // The server's figures do not know this phone's queued check-ins yet.
+      counts = { ...answer, checkedIn: answer.checkedIn + queue.length };
+      reachable = true;
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      if (isRetryable(e)) reachable = false;
+    }
+    drawState();
+  }
 
   // ---- Outcome and history ----
   const outcome = h('div', { class: 'outcome', 'aria-live': 'assertive', 'aria-atomic': 'true' });
@@ -102,26 +148,72 @@ export default async function door({ root, params, signal }) {
   let busy = false;
   let pending = null; // {code, key} of a check whose answer never came
 
-  async function check(raw, method) {
+  // Decided on the phone, the network being gone: let in and queued, or refused.
+  function checkOffline(code, key, method) {
+    pending = null;
+    if (!list) {
+      show('error', t('door.failed'), t('door.noList'), code);
+      return 'error';
+    }
+    const d = decide(list, code);
+    const who = [d.name, types.get(d.type)].filter(Boolean).join(' · ');
+    if (d.kind === 'refused') {
+      const why = d.why === 'already' ? t('door.why.alreadyAt', { time: hhmm.format(new Date(d.at)) }) : t('door.why.notOnList');
+      show('refused', t('door.refused'), [who, why].filter(Boolean).join(' — '), code);
+      return 'refused';
+    }
+    queue.push({ code, key, method, at: d.at });
+    keepQueue(event.id, queue);
+    saveList(event.id, list);
+    if (counts) counts.checkedIn += 1;
+    show('ok', t('door.accepted'), [who, t('door.acceptedOffline')].filter(Boolean).join(' — '), code);
+    drawState();
+    return 'ok';
+  }
+
+  // One check at a time, in the order they came: a code typed while the camera's is being
+  // checked waits its turn instead of being dropped.
+  let inflight = Promise.resolve();
+  function check(raw, method) {
+    const run = inflight.then(() => checkNow(raw, method));
+    inflight = run.catch(() => {});
+    return run;
+  }
+
+  async function checkNow(raw, method) {
     const code = normalize(raw);
     if (!isCode(code)) {
       show('refused', t('door.refused'), t('door.why.format'), String(raw).slice(0, 20));
       return 'refused';
     }
-    if (busy) return null;
     busy = true;
     const key = pending?.code === code ? pending.key : uuid();
     pending = { code, key };
+    if (!reachable || navigator.onLine === false) {
+      try {
+        return checkOffline(code, key, method);
+      } finally {
+        busy = false;
+      }
+    }
     show('busy', t('door.checking'), null, code);
     try {
-      const reg = await postIdempotent(`/events/${event.id}/check-in`, { confirmationCode: code, method }, key, 3);
+      const reg = await postIdempotent(`/events/${event.id}/check-in`, { confirmationCode: code, method }, key, 2);
       pending = null;
+      if (list?.tickets[code]) list.tickets[code].at = new Date().toISOString();
+      if (counts) counts.checkedIn += 1;
+      drawState();
       const name = `${reg.firstName || ''} ${reg.lastName || ''}`.trim();
       const type = types.get(reg.ticketTypeId);
       show('ok', t('door.accepted'), [name, type].filter(Boolean).join(' · '), code);
       return 'ok';
     } catch (e) {
       if (e.name === 'AbortError') return null;
+      // No answer: the network is gone (or the server is): the phone decides.
+      if (isRetryable(e) && list) {
+        reachable = false;
+        return checkOffline(code, key, method);
+      }
       if (!isRetryable(e)) pending = null;
       if (e.status === 401) { navigate(signInHere()); return null; }
       const why = refusal(e);
@@ -151,6 +243,67 @@ export default async function door({ root, params, signal }) {
     input.focus();
     if (result && result !== 'ok') input.select();
   });
+
+  // ---- Sending the queue when the network is back ----
+  const report = h('ul', { class: 'door-report', 'aria-live': 'polite' });
+  let syncing = false;
+  async function trySync() {
+    if (syncing || !queue.length || navigator.onLine === false) return;
+    syncing = true;
+    try {
+      const done = await sync(event.id, queue,
+        (item) => postIdempotent(`/events/${event.id}/check-in`, { confirmationCode: item.code, method: item.method }, item.key, 1),
+        isRetryable);
+      for (const { item, outcome: result, error } of done) {
+        const name = list?.tickets[item.code]?.name || '';
+        if (result === 'ok') continue;
+        const said = result === 'twice' ? t('door.usedTwice', { time: hhmm.format(new Date(item.at)) }) : refusal(error) || error.message;
+        report.prepend(h('li', { class: 'past past-refused' },
+          h('span', { class: 'past-icon', 'aria-hidden': 'true' }, ICON.refused),
+          h('code', {}, item.code), ' ', h('strong', {}, name), ` — ${said}`));
+      }
+      const synced = done.filter((x) => x.outcome === 'ok').length;
+      if (done.length) {
+        report.prepend(h('li', { class: 'past past-ok' },
+          h('span', { class: 'past-icon', 'aria-hidden': 'true' }, ICON.ok),
+          tn('door.synced', synced), done.length > synced ? ` ${tn('door.syncProblems', done.length - synced)}` : ''));
+      }
+      if (queue.length === 0 || done.length) reachable = true;
+    } finally {
+      syncing = false;
+    }
+    await refreshDoor();
+  }
+  const online = () => { reachable = true; drawState(); trySync(); };
+  const offline = () => { reachable = false; drawState(); };
+  window.addEventListener('online', online);
+  window.addEventListener('offline', offline);
+  const syncTimer = setInterval(() => { if (queue.length) trySync(); }, SYNC_MS);
+  const refreshTimer = setInterval(() => { if (!document.hidden && !queue.length) refreshDoor(); }, REFRESH_MS);
+
+  // ---- Finding someone by name (from the phone's list: offline too) ----
+  const found = h('ul', { class: 'door-found' });
+  const nameInput = h('input', { id: 'door-name', type: 'search', autocomplete: 'off', 'aria-describedby': 'door-name-hint', 'aria-controls': 'door-found' });
+  found.id = 'door-found';
+  function drawFound() {
+    const people = findByName(list, nameInput.value);
+    fill(found, nameInput.value.trim() && !people.length ? h('li', { class: 'hint' }, t('door.nobodyFound'))
+      : people.map((x) => h('li', {},
+        h('span', {}, h('strong', {}, x.name || '—'), ' · ', types.get(x.type) || '', ' · ', h('code', {}, x.code)),
+        x.at ? h('span', { class: 'hint' }, ` ${t('door.inAt', { time: hhmm.format(new Date(x.at)) })}`)
+          : h('button', {
+            type: 'button',
+            onclick: async () => {
+              await check(x.code, 'MANUAL');
+              drawFound();
+            },
+          }, t('door.checkIn'), h('span', { class: 'visually-hidden' }, `: ${x.name}`)))));
+  }
+  nameInput.addEventListener('input', drawFound);
+  const byName = h('div', { class: 'door-search' },
+    h('label', { for: 'door-name' }, t('door.byName')),
+    h('p', { class: 'hint', id: 'door-name-hint' }, t('door.byNameHint')),
+    nameInput, found);
 
   // ---- The camera ----
   const camera = h('section', { class: 'camera', 'aria-labelledby': 'camera-title' }, h('h2', { id: 'camera-title' }, t('door.camera')));
@@ -239,11 +392,17 @@ export default async function door({ root, params, signal }) {
   }
 
   drawHistory();
+  drawState();
   root.replaceChildren(
-    heading,
-    h('p', { class: 'meta' }, h('time', { datetime: event.startsAt }, when(event.startsAt, event.endsAt, event.timezone))),
+    h('div', { class: 'door-bar' },
+      h('a', { href: '/door/', class: 'door-back' }, t('door.back')),
+      heading,
+      h('p', { class: 'meta' }, h('time', { datetime: event.startsAt }, when(event.startsAt, event.endsAt, event.timezone))),
+      figures, byType, state),
     typed,
     outcome,
+    report,
+    byName,
     camera,
     h('section', { 'aria-labelledby': 'history-title' },
       h('h2', { id: 'history-title' }, t('door.history')),
@@ -259,7 +418,16 @@ export default async function door({ root, params, signal }) {
         },
       }, t('door.clearHistory'))));
   await drawCamera();
+  await refreshDoor();
+  trySync();
   // The input is what the door uses most: it has the focus from the start.
   setTimeout(() => input.focus(), 0);
-  return stop;
+  return () => {
+    stop();
+    clearInterval(syncTimer);
+    clearInterval(refreshTimer);
+    window.removeEventListener('online', online);
+    window.removeEventListener('offline', offline);
+    document.body.classList.remove('door-mode');
+  };
 }
