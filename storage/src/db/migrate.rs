@@ -436,6 +436,12 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V12__registration_search",
                 include_str!("../../../migrations/event_service/V12__registration_search.sql"),
             ),
+            (
+                "V13__registration_search_off_the_seat_path",
+                include_str!(
+                    "../../../migrations/event_service/V13__registration_search_off_the_seat_path.sql"
+                ),
+            ),
         ],
         Schema::MediaService => &[
             (

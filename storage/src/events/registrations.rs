@@ -227,8 +227,8 @@ async fn list_where(
     let names_only = search.is_some_and(RegistrationSearch::is_names_only);
     let code = search.and_then(RegistrationSearch::code);
     // Each statement is planned with its values, so a list without a search drops the
-    // search's terms, and an organizer's search reads the trigram index (registrations_search,
-    // whose expression this repeats exactly) and the codes' unique index.
+    // search's terms. Under row level security the LIKE (not leakproof) is a filter over the
+    // event's registrations, never an index condition (docs/decisions.md).
     let found = page::fetch(
         &tx,
         COLUMNS,
