@@ -7,7 +7,7 @@
 // return address that leaves the site goes home. Screenshots and axe on each page; JSON last.
 import { open, signIn } from './harness.mjs';
 
-const { BASE, EMAIL, PASSWORD, NEW_PASSWORD } = process.env;
+const { BASE, EMAIL, PASSWORD, NEW_PASSWORD, GROUP_CODE } = process.env;
 const result = { violations: [], errors: [] };
 const merge = (r) => { result.violations.push(...r.violations); result.errors.push(...r.errors); };
 
@@ -35,6 +35,14 @@ await p.getByLabel('Last name').fill('Pavlova');
 await p.getByRole('button', { name: 'Save the name' }).click();
 await p.getByText('The name is saved.').first().waitFor();
 result.renamed = true;
+
+// A group's link: the code leaves the address, the phone joins, the page says which group.
+await p.goto(`${BASE}/me/join?code=${encodeURIComponent(GROUP_CODE)}`);
+await p.getByText(/^You joined the group/).first().waitFor();
+result.joined = await p.locator('main .notice').first().textContent();
+result.joinAddress = new URL(p.url()).pathname + new URL(p.url()).search;
+await phone.audit('joined');
+await p.goto(`${BASE}/me/profile`);
 
 // Every session (the test's own sign-in through the API too), this one marked as the
 // iPhone it is; the computer's signed out from here.

@@ -821,6 +821,25 @@ async fn late_payments_take_a_free_seat_or_come_back_and_a_cancelled_event_is_re
 async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
     let ctx = Ctx::new().await;
     let participant = ctx.user().await;
+    // A group whose link the participant was given.
+    let admin = ctx.admin().await;
+    let (owner, org) = ctx.owner(&admin).await;
+    let group = ctx
+        .post(
+            &format!("/api/v1/organizations/{org}/groups"),
+            Some(&owner.access),
+            json!({"name": "Friends of the hall"}),
+        )
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    let group_id = group.body["id"].as_str().unwrap().to_string();
+    let invite = ctx
+        .post_empty(
+            &format!("/api/v1/groups/{group_id}/invite"),
+            Some(&owner.access),
+        )
+        .await;
+    let code = invite.body["inviteCode"].as_str().unwrap().to_string();
     let (result, artifacts) = run(
         "self-service",
         &[
@@ -828,15 +847,39 @@ async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
             ("EMAIL", &participant.email),
             ("PASSWORD", PASSWORD),
             ("NEW_PASSWORD", "violet-hour-7"),
+            ("GROUP_CODE", &code),
         ],
     )
     .await;
+    assert!(
+        result["joined"]
+            .as_str()
+            .unwrap()
+            .contains("Friends of the hall"),
+        "{result}"
+    );
+    assert_eq!(
+        result["joinAddress"], "/me/join",
+        "the code left the address: {result}"
+    );
+    let members = ctx
+        .get(
+            &format!("/api/v1/groups/{group_id}/members"),
+            Some(&owner.access),
+        )
+        .await;
+    assert!(
+        members.body.to_string().contains(&participant.user_id),
+        "{}",
+        members.body
+    );
     clean(&result);
     screenshots(
         &artifacts,
         &[
             "phone-menu-folded",
             "phone-menu-open",
+            "joined",
             "profile",
             "not-found",
         ],

@@ -22,6 +22,7 @@ const ROUTES = [
   { path: /^\/me\/tickets\/([^/]+)$/, keys: ['id'], load: page('ticket'), signedIn: true },
   { path: /^\/me\/notifications$/, load: page('notifications'), signedIn: true },
   { path: /^\/me\/profile$/, load: page('profile'), signedIn: true },
+  { path: /^\/me\/join$/, load: page('join'), signedIn: true },
   { path: /^\/docs$/, load: page('docs') },
   // Organizers, administrators, the door: their own router, texts and modules.
   { path: /^\/(org|admin|door)(\/|$)/, load: () => import('./staff/router.js'), signedIn: true },

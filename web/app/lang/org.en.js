@@ -35,6 +35,8 @@ export default {
   'org.inviteCode': 'Invite code',
   'org.inviteHint': 'The code from the invite link you were sent.',
   'org.join': 'Join',
+  'org.groupJoined': 'You joined the group “{name}”: its private events are open to you now.',
+  'org.groupAlready': 'You are in that group already.',
   'org.joined': 'You joined “{name}”.',
   'org.newOrg': 'A new organization',
   'org.newOrgHelp': 'To hold your own events, send a request; a platform administrator reviews it.',

@@ -3,6 +3,7 @@
 //   GET  /api/v1/organizations?size=100&sort=name,asc
 //   POST /api/v1/organizations/{id}/switch          → {accessToken, tenantId, roles}
 //   POST /api/v1/organizations/join/{inviteCode}    → the organization joined
+//   POST /api/v1/groups/join/{code}                 → a group's code typed here instead
 import { api } from '../api.js';
 import { announce, fill, h, setTitle, spinner } from '../dom.js';
 import { field, form, submitButton } from '../forms.js';
@@ -51,7 +52,20 @@ export default async function orgList({ root, signal }) {
 
   const join = form(async ({ code }) => {
     if (!code.trim()) throw invalid({ code: t('org.required') });
-    const org = await api.post(`/organizations/join/${encodeURIComponent(code.trim())}`);
+    let org;
+    try {
+      org = await api.post(`/organizations/join/${encodeURIComponent(code.trim())}`);
+    } catch (e) {
+      // A group's code typed here (participants are given those): joined where it belongs.
+      if (e.status !== 404) throw e;
+      const group = await api.post(`/groups/join/${encodeURIComponent(code.trim())}`).catch((g) => {
+        if (g.status === 409) return { already: true };
+        throw g.status === 404 ? e : g;
+      });
+      join.reset();
+      announce(group.already ? t('org.groupAlready') : t('org.groupJoined', { name: group.name }));
+      return;
+    }
     join.reset();
     await load();
     announce(t('org.joined', { name: org.name }));

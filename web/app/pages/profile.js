@@ -6,6 +6,7 @@
 //   GET    /api/v1/users/me/sessions         [{id, client, startedAt, lastUsedAt, expiresAt}]
 //   DELETE /api/v1/users/me/sessions/{id}    204; the access token's `sid` names this device's
 //   DELETE /api/v1/users/me                  204; 422 owns_organizations
+// and a link to /me/join (a group's code).
 // Every result is said next to what was pressed (and aloud, through the status region).
 import { api } from '../api.js';
 import { announce, fill, h, hidden, setTitle } from '../dom.js';
@@ -138,6 +139,7 @@ export default async function profile({ root, signal }) {
     me.email && h('p', { class: 'meta' }, t('profile.email', { email: me.email })),
     section('profile-name', t('profile.name'), names, nameSaid),
     section('profile-password', t('profile.password'), h('p', { class: 'hint' }, t('profile.passwordHint')), password, passwordSaid),
+    section('profile-groups', t('profile.groups'), h('p', {}, t('profile.groupsHint'), ' ', h('a', { href: '/me/join' }, t('profile.join')))),
     section('profile-sessions', t('profile.sessions'), h('p', { class: 'hint' }, t('profile.sessionsHint')), sessionsBox, sessionsSaid),
     section('profile-delete', t('profile.deleteTitle'),
       h('ul', {}, ['profile.deleteSignsOut', 'profile.deleteTickets', 'profile.deleteMemberships', 'profile.deleteEmail', 'profile.deleteOwners']
