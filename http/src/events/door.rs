@@ -96,18 +96,8 @@ pub async fn view(
 ) -> Result<Json<DoorDto>, ApiError> {
     let (tenant, staff) = organizer(&caller)?;
     let read_at = state.clock.now();
-    let counts = door::counts(&state.db, tenant, staff, event_id).await?;
-    let tickets = if query.tickets {
-        Some(
-            door::tickets(&state.db, tenant, staff, event_id)
-                .await?
-                .into_iter()
-                .map(DoorTicketDto::from)
-                .collect(),
-        )
-    } else {
-        None
-    };
+    let (counts, tickets) = door::read(&state.db, tenant, staff, event_id, query.tickets).await?;
+    let tickets = tickets.map(|all| all.into_iter().map(DoorTicketDto::from).collect());
     Ok(Json(DoorDto {
         event_id,
         read_at,

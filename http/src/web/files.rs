@@ -4,6 +4,7 @@
 //! that address, the modules import each other by relative paths, so a browser keeps every
 //! file of one release for a year and asks for nothing again until a release changes one.
 
+use bytes::Bytes;
 use include_dir::{Dir, include_dir};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -18,8 +19,9 @@ const COMPRESS_FROM: usize = 512;
 /// One file ready to send.
 pub struct Prepared {
     pub content_type: &'static str,
-    pub body: Vec<u8>,
-    pub gzip: Option<Vec<u8>>,
+    /// Shared by every answer: sending it copies nothing.
+    pub body: Bytes,
+    pub gzip: Option<Bytes>,
     /// Quoted, as the header carries it; the gzip copy's ends in `-gz` (another body).
     pub etag: String,
     pub gzip_etag: String,
@@ -88,8 +90,8 @@ fn prepare(path: &str, body: Vec<u8>) -> Prepared {
         content_type,
         etag: format!("\"{hash}\""),
         gzip_etag: format!("\"{hash}-gz\""),
-        gzip,
-        body,
+        gzip: gzip.map(Bytes::from),
+        body: Bytes::from(body),
     }
 }
 
@@ -155,7 +157,7 @@ mod tests {
     fn the_shell_names_this_releases_files_and_text_is_compressed() {
         let b = bundle();
         assert_eq!(b.version.len(), 12);
-        let index = String::from_utf8(b.get("index.html").unwrap().body.clone()).unwrap();
+        let index = String::from_utf8(b.get("index.html").unwrap().body.to_vec()).unwrap();
         assert!(
             index.contains(&format!("\"/app/{}/main.js\"", b.version)),
             "{index}"

@@ -31,16 +31,18 @@ pub struct DoorTicket {
 }
 
 /// The figures of `event` (the organization's own; not found otherwise), per ticket type in
-/// the order they were made.
-pub async fn counts(
+/// the order they were made, and with `with_tickets` every ticket that lets someone in (by
+/// code), read in one transaction so the two agree.
+pub async fn read(
     db: &Database,
     tenant: TenantId,
     staff: UserId,
     event: Uuid,
-) -> Result<Vec<TypeCount>> {
+    with_tickets: bool,
+) -> Result<(Vec<TypeCount>, Option<Vec<DoorTicket>>)> {
     let tx = db.begin(Scope::tenant(tenant, Some(staff))).await?;
     catalog::require_own(&tx, tenant, event).await?;
-    let rows = tx
+    let counts = tx
         .query(
             "SELECT t.id, t.name,
                     count(r.id) FILTER (WHERE r.status IN ('CONFIRMED', 'CHECKED_IN')),
@@ -52,9 +54,7 @@ pub async fn counts(
              ORDER BY t.created_at, t.id",
             &[&event],
         )
-        .await?;
-    tx.commit().await?;
-    Ok(rows
+        .await?
         .iter()
         .map(|r| TypeCount {
             ticket_type_id: r.get(0),
@@ -62,37 +62,32 @@ pub async fn counts(
             expected: r.get(2),
             checked_in: r.get(3),
         })
-        .collect())
-}
-
-/// Every ticket of `event` that lets someone in (confirmed or checked in), by code.
-pub async fn tickets(
-    db: &Database,
-    tenant: TenantId,
-    staff: UserId,
-    event: Uuid,
-) -> Result<Vec<DoorTicket>> {
-    let tx = db.begin(Scope::tenant(tenant, Some(staff))).await?;
-    catalog::require_own(&tx, tenant, event).await?;
-    let rows = tx
-        .query(
-            "SELECT r.confirmation_code, btrim(r.first_name || ' ' || r.last_name), r.ticket_type_id,
-                    c.checked_in_at
-             FROM event_service.registrations r
-             LEFT JOIN event_service.check_ins c ON c.registration_id = r.id
-             WHERE r.event_id = $1 AND r.status IN ('CONFIRMED', 'CHECKED_IN')
-             ORDER BY r.confirmation_code",
-            &[&event],
+        .collect();
+    let tickets = if with_tickets {
+        let rows = tx
+            .query(
+                "SELECT r.confirmation_code, btrim(r.first_name || ' ' || r.last_name), r.ticket_type_id,
+                        c.checked_in_at
+                 FROM event_service.registrations r
+                 LEFT JOIN event_service.check_ins c ON c.registration_id = r.id
+                 WHERE r.event_id = $1 AND r.status IN ('CONFIRMED', 'CHECKED_IN')
+                 ORDER BY r.confirmation_code",
+                &[&event],
+            )
+            .await?;
+        Some(
+            rows.iter()
+                .map(|r| DoorTicket {
+                    code: r.get(0),
+                    name: r.get(1),
+                    ticket_type_id: r.get(2),
+                    checked_in_at: r.get(3),
+                })
+                .collect(),
         )
-        .await?;
+    } else {
+        None
+    };
     tx.commit().await?;
-    Ok(rows
-        .iter()
-        .map(|r| DoorTicket {
-            code: r.get(0),
-            name: r.get(1),
-            ticket_type_id: r.get(2),
-            checked_in_at: r.get(3),
-        })
-        .collect())
+    Ok((counts, tickets))
 }

@@ -5,7 +5,8 @@
 //   POST /api/v1/groups/join/{code}          → the group joined; 404 unknown, 409 already in
 //   POST /api/v1/organizations/join/{code}   → the organization joined
 import { api } from '../api.js';
-import { announce, h, setTitle } from '../dom.js';
+import { h, setTitle } from '../dom.js';
+import { resultLine } from '../result-line.js';
 import { field, form, submitButton } from '../forms.js';
 import { navigate } from '../nav.js';
 import { loadTexts, t } from '../staff/texts.js';
@@ -26,13 +27,8 @@ export default async function join({ root, query }) {
   sessionStorage.removeItem(GIVEN);
   await loadTexts(['profile']);
   setTitle(t('join.title'));
-  const said = h('p', { class: 'notice', hidden: true });
-  const say = (text, kind) => {
-    said.className = `notice ${kind === 'error' ? 'notice-error' : 'notice-ok'}`;
-    said.textContent = text;
-    said.hidden = false;
-    announce(text, kind, { shown: false });
-  };
+  const said = resultLine();
+  const say = said.say;
 
   async function tryCode(raw) {
     const code = raw.trim();

@@ -10,23 +10,12 @@
 // Every result is said next to what was pressed (and aloud, through the status region).
 import { api } from '../api.js';
 import { announce, fill, h, hidden, setTitle } from '../dom.js';
+import { resultLine } from '../result-line.js';
 import { dateTime } from '../format.js';
 import { field, fieldError, form, submitButton } from '../forms.js';
 import { navigate } from '../nav.js';
 import * as session from '../session.js';
 import { loadTexts, t } from '../staff/texts.js';
-
-// A line under a form: what its button did.
-function outcome() {
-  const p = h('p', { class: 'notice', hidden: true });
-  p.say = (text, kind = 'ok') => {
-    p.className = `notice${kind === 'error' ? ' notice-error' : ' notice-ok'}`;
-    p.textContent = text;
-    p.hidden = false;
-    announce(text, kind, { shown: false });
-  };
-  return p;
-}
 
 const section = (id, title, ...children) =>
   h('section', { 'aria-labelledby': id }, h('h2', { id }, title), ...children);
@@ -43,7 +32,7 @@ export default async function profile({ root, signal }) {
   setTitle(t('profile.title'));
 
   // ---- Name ----
-  const nameSaid = outcome();
+  const nameSaid = resultLine();
   const names = form(async ({ firstName, lastName }) => {
     const updated = await api.put('/users/me', { firstName: firstName.trim(), lastName: lastName.trim() });
     session.save({ accessToken: session.accessToken(), refreshToken: session.refreshToken(), user: { ...session.user(), ...updated } });
@@ -54,7 +43,7 @@ export default async function profile({ root, signal }) {
   submitButton(t('profile.save')));
 
   // ---- Password ----
-  const passwordSaid = outcome();
+  const passwordSaid = resultLine();
   const password = form(async ({ currentPassword, newPassword, repeatPassword }, el) => {
     if (newPassword !== repeatPassword) {
       fieldError(el, 'repeatPassword', t('reset.mismatch'));
@@ -74,7 +63,7 @@ export default async function profile({ root, signal }) {
   submitButton(t('profile.changePassword')));
 
   // ---- Sessions ----
-  const sessionsSaid = outcome();
+  const sessionsSaid = resultLine();
   const sessionsBox = h('div', {});
   const mine = session.claims()?.sid;
   async function loadSessions() {
@@ -114,7 +103,7 @@ export default async function profile({ root, signal }) {
   }
 
   // ---- Closing the account ----
-  const deleteSaid = outcome();
+  const deleteSaid = resultLine();
   const closing = h('button', {
     type: 'button',
     class: 'danger',
