@@ -23,13 +23,14 @@ async function failed(e) {
 process.on('uncaughtException', failed);
 process.on('unhandledRejection', failed);
 
-// A page in a fresh browser; `contextOptions` add to the defaults (a phone's screen, say).
-export async function open(contextOptions = {}) {
+// A page in a fresh browser; `contextOptions` add to the defaults (a phone's screen, say),
+// `args` to chromium's command line (a fake camera, say).
+export async function open(contextOptions = {}, { args = [] } = {}) {
   mkdirSync(process.env.ARTIFACTS, { recursive: true });
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--no-first-run'],
+      '--disable-component-update', '--no-first-run', ...args],
   });
   // axe-core is injected into each page, which the pages' content policy (rightly) forbids.
   const context = await browser.newContext({ locale: 'en-US', bypassCSP: true, ...contextOptions });

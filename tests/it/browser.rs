@@ -251,6 +251,115 @@ async fn the_door_accepts_a_typed_code_once_on_a_phone() {
     assert_eq!(after.body["status"], "CHECKED_IN", "{}", after.body);
 }
 
+#[tokio::test]
+async fn the_door_camera_reads_a_qr_code_with_jsqr_where_the_browser_has_no_detector() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, _) = crate::web::published_with_slug(&ctx, &owner, "Camera night").await;
+    let types = ctx
+        .get(&format!("/api/v1/events/{event}/ticket-types"), None)
+        .await;
+    let list = types.body.get("data").unwrap_or(&types.body);
+    let (_, token) = crate::ticketing::participant();
+    let registered = crate::support::send(
+        ctx.http
+            .post(format!("{}/api/v1/events/{event}/registrations", ctx.base))
+            .bearer_auth(&token)
+            .header("X-Idempotency-Key", uuid::Uuid::new_v4().to_string())
+            .json(
+                &json!({"ticketTypeId": list[0]["id"], "firstName": "Nadia", "lastName": "Orlova"}),
+            ),
+    )
+    .await;
+    assert_eq!(registered.status, 201, "{}", registered.body);
+    assert_eq!(
+        registered.body["status"], "CONFIRMED",
+        "{}",
+        registered.body
+    );
+    let code = registered.body["confirmationCode"].as_str().unwrap();
+
+    let (result, artifacts) = run(
+        "door-camera",
+        &[
+            ("BASE", &ctx.base),
+            ("EVENT", &event),
+            ("CODE", code),
+            ("EMAIL", &owner.email),
+            ("PASSWORD", PASSWORD),
+        ],
+    )
+    .await;
+    clean(&result);
+    screenshots(
+        &artifacts,
+        &["door-camera", "door-camera-accepted", "door-camera-refused"],
+    );
+    // No detector of the browser's own: jsQR did the reading, fetched only on Start, once.
+    assert_eq!(result["barcodeDetector"], false, "{result}");
+    assert_eq!(result["decoderLoadsBeforeStart"], 0, "{result}");
+    assert_eq!(result["decoderLoads"], 1, "{result}");
+    assert_eq!(result["decoderLoadsAfterRestart"], 1, "{result}");
+    // The code read from the picture was let in, by name, and the figures counted it.
+    assert_eq!(result["first"]["title"], "ACCEPTED", "{result}");
+    assert_eq!(result["first"]["code"], code, "{result}");
+    assert!(
+        result["first"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Nadia Orlova"),
+        "{result}"
+    );
+    assert_eq!(result["figures"], "1 of 1 in", "{result}");
+    assert!(
+        result["typesBefore"]
+            .as_str()
+            .unwrap()
+            .contains("Stalls: 0 of 1 in"),
+        "{result}"
+    );
+    assert!(
+        result["types"]
+            .as_str()
+            .unwrap()
+            .contains("Stalls: 1 of 1 in"),
+        "{result}"
+    );
+    // Held in front of the camera for seconds: still one check-in, one line of history.
+    assert_eq!(result["checkInsWhileHeld"], 1, "{result}");
+    assert_eq!(result["titleWhileHeld"], "ACCEPTED", "{result}");
+    assert_eq!(result["historyWhileHeld"], 1, "{result}");
+    // The camera started again reads it anew: refused as used.
+    assert_eq!(result["second"]["title"], "REFUSED", "{result}");
+    assert_eq!(
+        result["second"]["detail"], "This ticket has already been used to enter.",
+        "{result}"
+    );
+    assert_eq!(result["checkIns"], 2, "{result}");
+    assert_eq!(result["history"], 2, "{result}");
+
+    // What the server holds: one check-in, by the camera.
+    let id: uuid::Uuid = registered.body["id"].as_str().unwrap().parse().unwrap();
+    let rows = ctx
+        .t
+        .owner()
+        .await
+        .query(
+            "SELECT method FROM event_service.check_ins WHERE registration_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    let methods: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(methods, ["QR_CODE"]);
+    let door = ctx
+        .get(&format!("/api/v1/events/{event}/door"), Some(&owner.access))
+        .await;
+    assert_eq!(door.body["checkedIn"], 1, "{}", door.body);
+    assert_eq!(door.body["expected"], 1, "{}", door.body);
+}
+
 /// A cover for the organizer to upload: a 1200×600 PNG with a gradient.
 fn cover_png(path: &std::path::Path) {
     let img = image::RgbImage::from_fn(1200, 600, |x, y| {

@@ -32,7 +32,7 @@ export default {
   'door.cameraOff': 'The camera is off.',
   'door.cameraDenied': 'Camera access is blocked. Allow it in the browser’s settings, or type the code.',
   'door.cameraFailed': 'The camera could not be started. Type the code instead.',
-  'door.noDetector': 'This browser cannot read QR codes itself (it has no BarcodeDetector). Type the code printed under the QR code, or open this page in Chrome on Android.',
+  'door.decoderFailed': 'The QR code reader could not be loaded (no network?). Type the code printed under the QR code, or try again once online.',
   'door.noCamera': 'The camera works over HTTPS only. Type the code instead.',
   'door.history': 'Last 10 on this device',
   'door.noHistory': 'Nobody yet.',

@@ -1,6 +1,7 @@
 // "/door/{eventId}": checking people in at the entrance, on a phone, with or without a
 // network. The code is typed, found by name, or read from the ticket's QR code (which holds
-// the confirmation code itself, see tickets.js) by the browser's own BarcodeDetector. The
+// the confirmation code itself, see tickets.js) by the camera: the browser's own
+// BarcodeDetector where it has one, jsQR elsewhere (staff/scanner.js, loaded on Start). The
 // outcome is shown very large (colour, word and sign) and announced; the last 10 outcomes stay
 // on this device. The page has its own compact bar (the site's header is hidden here) with the
 // figures ("12 of 450 in") and whether it is online.
@@ -21,6 +22,7 @@ import { lang } from '../i18n.js';
 import { navigate, signInHere } from '../nav.js';
 import * as session from '../session.js';
 import { decide, findByName, keepList, keepQueue, loadList, loadQueue, saveList, sync } from '../staff/door-offline.js';
+import { qrReader } from '../staff/scanner.js';
 import { t, tn } from '../staff/texts.js';
 
 const KEEP = 10;
@@ -93,12 +95,21 @@ export default async function door({ root, params, signal }) {
       ? `${t('door.online')}${waiting}`
       : `${t('door.offline', { time: list ? hhmm.format(new Date(list.readAt)) : '—' })}${waiting}`;
   }
+  // A check-in of this phone counts at once, in the total and in its type's line; the
+  // server's figures come with the next refresh.
+  function countIn(typeId) {
+    if (!counts) return;
+    counts.checkedIn += 1;
+    const line = counts.byType?.find((x) => x.ticketTypeId === typeId);
+    if (line) line.checkedIn += 1;
+  }
   async function refreshDoor() {
     try {
       const answer = await api.get(`/events/${event.id}/door?tickets=true`, { signal });
       list = keepList(event.id, answer, queue);
       // The server's figures do not know this phone's queued check-ins yet.
-      counts = { ...answer, checkedIn: answer.checkedIn + queue.length };
+      counts = answer;
+      for (const q of queue) countIn(list.tickets[q.code]?.type);
       reachable = true;
     } catch (e) {
       if (e.name === 'AbortError') return;
@@ -165,7 +176,7 @@ export default async function door({ root, params, signal }) {
     queue.push({ code, key, method, at: d.at });
     keepQueue(event.id, queue);
     saveList(event.id, list);
-    if (counts) counts.checkedIn += 1;
+    countIn(d.type);
     show('ok', t('door.accepted'), [who, t('door.acceptedOffline')].filter(Boolean).join(' — '), code);
     drawState();
     return 'ok';
@@ -201,7 +212,7 @@ export default async function door({ root, params, signal }) {
       const reg = await postIdempotent(`/events/${event.id}/check-in`, { confirmationCode: code, method }, key, 2);
       pending = null;
       if (list?.tickets[code]) list.tickets[code].at = new Date().toISOString();
-      if (counts) counts.checkedIn += 1;
+      countIn(reg.ticketTypeId);
       drawState();
       const name = `${reg.firstName || ''} ${reg.lastName || ''}`.trim();
       const type = types.get(reg.ticketTypeId);
@@ -322,23 +333,43 @@ export default async function door({ root, params, signal }) {
   }
 
   async function startCamera(button, note) {
-    const detector = new window.BarcodeDetector({ formats: ['qr_code'] });
+    // The decoder (jsQR where the browser has no detector of its own) loads while the browser
+    // asks for the camera: both take a moment.
+    const reading = qrReader();
+    reading.catch(() => {}); // a refused camera leaves it unawaited
     try {
       stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: { ideal: 'environment' } }, audio: false });
     } catch (e) {
       note.textContent = e.name === 'NotAllowedError' ? t('door.cameraDenied') : t('door.cameraFailed');
       return false;
     }
+    let read;
+    try {
+      read = await reading;
+    } catch {
+      // Never loaded on this phone and no network now: typing still works.
+      stop();
+      note.textContent = t('door.decoderFailed');
+      return false;
+    }
     if (signal.aborted) { stop(); return false; } // the page was left meanwhile
     video.srcObject = stream;
     video.hidden = false;
     await video.play().catch(() => {});
+    // Starting the camera asks for a read: the ticket in front of it is checked even if it
+    // was the last one read (already used, then, and the door says so).
+    last = { code: null, seen: 0 };
+    // One frame at a time, a few a second: the next is read only once this one and its
+    // check are done, so reads never pile up on a slow phone. The loop belongs to this
+    // stream: after Stop and Start while a check was waiting, the old loop ends there
+    // instead of running beside the new one.
+    const mine = stream;
     const scan = async () => {
-      if (!stream) return;
+      if (stream !== mine) return;
       if (!busy && !document.hidden && video.readyState >= 2) {
         try {
-          const found = await detector.detect(video);
-          const raw = found.find((c) => c.rawValue)?.rawValue;
+          const raw = await read(video);
+          if (stream !== mine) return; // stopped while the frame was decoded
           const now = Date.now();
           // The same ticket is read again only once it has been out of sight for a moment.
           const again = raw && raw === last.code && now - last.seen < SAME_CODE_MS;
@@ -352,7 +383,7 @@ export default async function door({ root, params, signal }) {
           }
         } catch { /* a frame that could not be read */ }
       }
-      if (stream) timer = setTimeout(scan, SCAN_MS);
+      if (stream === mine) timer = setTimeout(scan, SCAN_MS);
     };
     scan();
     note.textContent = t('door.cameraOn');
@@ -360,15 +391,7 @@ export default async function door({ root, params, signal }) {
     return true;
   }
 
-  async function drawCamera() {
-    let supported = 'BarcodeDetector' in window;
-    if (supported && window.BarcodeDetector.getSupportedFormats) {
-      supported = (await window.BarcodeDetector.getSupportedFormats().catch(() => [])).includes('qr_code');
-    }
-    if (!supported) {
-      camera.append(h('p', { class: 'notice' }, t('door.noDetector')));
-      return;
-    }
+  function drawCamera() {
     if (!navigator.mediaDevices?.getUserMedia) {
       camera.append(h('p', { class: 'notice' }, t('door.noCamera')));
       return;
@@ -417,7 +440,7 @@ export default async function door({ root, params, signal }) {
           input.focus();
         },
       }, t('door.clearHistory'))));
-  await drawCamera();
+  drawCamera();
   await refreshDoor();
   trySync();
   // The input is what the door uses most: it has the focus from the start.
