@@ -111,9 +111,91 @@ impl FieldErrors {
     }
 }
 
+/// The largest magnitude of a number in a free-form object (settings, custom fields): 2^53 − 1,
+/// what a browser holds exactly. PostgreSQL keeps any size but writes a huge one back in full
+/// digits that nothing downstream reads as a number: a row stored with one could not be read.
+pub const JSON_NUMBER_MAX: i64 = 9_007_199_254_740_991;
+
+/// A free-form object that is stored as `jsonb` and read back: an object of at most
+/// `max_bytes` serialized, no NUL in keys or strings (`jsonb` refuses it), numbers within
+/// ±`JSON_NUMBER_MAX`.
+pub fn check_stored_object(
+    errors: &mut FieldErrors,
+    field: &str,
+    value: &serde_json::Value,
+    max_bytes: usize,
+) {
+    use serde_json::Value;
+    fn storable(value: &Value) -> Result<(), FieldError> {
+        match value {
+            Value::Number(n) => {
+                let limit = JSON_NUMBER_MAX as u64;
+                let within = match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                    (Some(i), _, _) => i.unsigned_abs() <= limit,
+                    (None, Some(u), _) => u <= limit,
+                    (None, None, Some(f)) => f.abs() <= JSON_NUMBER_MAX as f64,
+                    _ => false,
+                };
+                if within {
+                    Ok(())
+                } else {
+                    Err(FieldError::OutOfRange {
+                        min: -JSON_NUMBER_MAX,
+                        max: JSON_NUMBER_MAX,
+                    })
+                }
+            }
+            Value::String(s) if s.contains('\0') => Err(FieldError::InvalidFormat),
+            Value::Array(items) => items.iter().try_for_each(storable),
+            Value::Object(map) => map.iter().try_for_each(|(key, item)| {
+                if key.contains('\0') {
+                    Err(FieldError::InvalidFormat)
+                } else {
+                    storable(item)
+                }
+            }),
+            _ => Ok(()),
+        }
+    }
+    if !value.is_object() {
+        let expected = "object".into();
+        errors.add(field, FieldError::WrongType { expected });
+    } else if serde_json::to_vec(value).map_or(true, |b| b.len() > max_bytes) {
+        errors.add(field, FieldError::TooLong { max: max_bytes });
+    } else if let Err(error) = storable(value) {
+        errors.add(field, error);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_object_holds_only_what_can_be_read_back() {
+        let refused = |v: serde_json::Value| {
+            let mut errors = FieldErrors::new();
+            check_stored_object(&mut errors, "settings", &v, 1024);
+            errors.get("settings").cloned()
+        };
+        let fine =
+            serde_json::json!({"a": [1, 2.5, -9_007_199_254_740_991i64, {"b": "x"}], "c": null});
+        assert_eq!(refused(fine), None);
+        assert!(matches!(
+            refused(serde_json::json!([])),
+            Some(FieldError::WrongType { .. })
+        ));
+        let huge = serde_json::json!({"a": [[-1.797_693_134_862_315_7e308]]});
+        assert!(matches!(refused(huge), Some(FieldError::OutOfRange { .. })));
+        let past = serde_json::json!({"a": 9_007_199_254_740_992u64});
+        assert!(matches!(refused(past), Some(FieldError::OutOfRange { .. })));
+        let nul_key = serde_json::json!({"a": {"b\u{0}": 1}});
+        assert_eq!(refused(nul_key), Some(FieldError::InvalidFormat));
+        let nul_text = serde_json::json!({"a": ["x\u{0}"]});
+        assert_eq!(refused(nul_text), Some(FieldError::InvalidFormat));
+        let long = serde_json::json!({"a": "x".repeat(1024)});
+        assert_eq!(refused(long), Some(FieldError::TooLong { max: 1024 }));
+    }
 
     #[test]
     fn length_counts_characters_not_bytes() {

@@ -166,7 +166,7 @@ fn is_public_event_read(path: &str) -> bool {
         ["api", "v1", "media", "files", ..] => true,
         // A link to an attached file (an event's cover): shown wherever its event is, so a
         // visitor's event page shows it; unattached files stay their owner's.
-        ["api", "v1", "media", id, "url"] => uuid::Uuid::parse_str(id).is_ok(),
+        ["api", "v1", "media", id, "url" | "image"] => uuid::Uuid::parse_str(id).is_ok(),
         _ => false,
     }
 }

@@ -84,7 +84,7 @@ pub fn gateway(state: AppState, door: Door, local: &[Service]) -> Router {
     let secure = state.config.http.public_url.starts_with("https://");
     let mut router = operational_routes()
         .route("/api/v1/openapi.json", get(openapi::serve))
-        .merge(crate::web::routes(secure));
+        .merge(crate::web::routes(secure, state.clone()));
     let timeout = Duration::from_millis(state.config.gateway.forward_timeout_ms);
     let trust = crate::trust::Trust::from_config(&state.config);
     for service in Service::ALL.into_iter().filter(|s| *s != Service::Gateway) {

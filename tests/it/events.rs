@@ -213,6 +213,51 @@ async fn validation_and_slugs() {
             .is_string()
     );
 
+    // Settings PostgreSQL would keep but could not give back as JSON numbers (a huge number is
+    // written back in full digits) or would refuse (NUL): refused, and nothing is stored that
+    // would break the list.
+    let huge = json!({"title": "Huge", "startsAt": at(3), "settings": {"a": [[-1.797_693_134_862_315_7e308]]}});
+    let r = bad(huge).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        r.body["details"]["settings"],
+        "The value must be between -9007199254740991 and 9007199254740991"
+    );
+    let r = bad(json!({"title": "Nul", "startsAt": at(3), "settings": {"k\u{0}": true}})).await;
+    assert_eq!(r.status, 400);
+    assert!(r.body["details"]["settings"].is_string());
+    let listed = ctx
+        .get("/api/v1/events?size=100", Some(&owner.access))
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(listed.body["totalElements"], 0, "nothing stored");
+    let kept = event(
+        &ctx,
+        &owner,
+        json!({"title": "Kept", "startsAt": at(3), "settings": {"a": [1.5, -9_007_199_254_740_991i64]}}),
+    )
+    .await;
+    assert_eq!(
+        kept["settings"],
+        json!({"a": [1.5, -9_007_199_254_740_991i64]})
+    );
+    let id = kept["id"].as_str().unwrap();
+    let r = ctx
+        .put(
+            &format!("/api/v1/events/{id}"),
+            Some(&owner.access),
+            json!({"settings": {"a": 1e300}}),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    let r = ctx
+        .get(&format!("/api/v1/events/{id}"), Some(&owner.access))
+        .await;
+    assert_eq!(
+        r.body["settings"],
+        json!({"a": [1.5, -9_007_199_254_740_991i64]})
+    );
+
     let first = event(
         &ctx,
         &owner,

@@ -434,6 +434,66 @@ async fn cleanup_removes_exactly_the_unattached_old_files(ctx: &Ctx) {
         .get(&format!("/api/v1/media/{stray_id}/url"), None)
         .await;
     assert_eq!(stray_link.status, 404, "{}", stray_link.body);
+    // The same rules at an address that stays (a link preview's image): a redirection to a
+    // fresh link, which serves the image.
+    let plain = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let image = plain
+        .get(format!(
+            "{}/api/v1/media/{cover_id}/image?variant=MEDIUM",
+            ctx.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(image.status(), 302);
+    let location = image.headers()["location"].to_str().unwrap().to_string();
+    assert!(location.starts_with("http"), "{location}");
+    let (status, bytes) = fetch(ctx, &location).await;
+    assert_eq!(status, 200);
+    assert!(!bytes.is_empty());
+    let stray_image = plain
+        .get(format!("{}/api/v1/media/{stray_id}/image", ctx.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        stray_image.status(),
+        404,
+        "a file nothing points at has no public image"
+    );
+    let odd = plain
+        .get(format!(
+            "{}/api/v1/media/{cover_id}/image?variant=HUGE",
+            ctx.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(odd.status(), 400);
+
+    // Published, its page carries the cover in its link preview.
+    let event_id = event.body["id"].as_str().unwrap();
+    let published = ctx
+        .post_empty(&format!("/api/v1/events/{event_id}/publish"), Some(token))
+        .await;
+    assert_eq!(published.status, 200, "{}", published.body);
+    let slug = event.body["slug"].as_str().unwrap();
+    let page = reqwest::get(format!("{}/e/{slug}", ctx.base))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains(r#"<meta property="og:title" content="With cover">"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!("/api/v1/media/{cover_id}/image?variant=LARGE\">")),
+        "{html}"
+    );
     let bad = ctx
         .get(&format!("/api/v1/media/{cover_id}/url?variant=HUGE"), None)
         .await;

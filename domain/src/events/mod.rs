@@ -3,7 +3,9 @@
 //! and the refusals it answers with.
 
 pub mod checkout;
+pub mod copy;
 pub mod lifecycle;
+pub mod offer;
 pub mod patch;
 pub mod payments;
 pub mod refunds;

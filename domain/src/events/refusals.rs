@@ -118,6 +118,10 @@ refusals! {
         RefundNotFailed => (BusinessRule,
             "Повторить можно только неудавшийся возврат",
             "Only a failed refund can be retried"),
+        /// A copy moved so far that its end or a sales window would fall after the year 9999.
+        CopyPastCalendar => (BusinessRule,
+            "Даты копии вышли бы за 9999 год",
+            "The copy's dates would fall after the year 9999"),
     }
 }
 

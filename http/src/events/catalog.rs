@@ -1,6 +1,6 @@
 //! Events: list and read under the visibility rules, create, change, delete, life cycle.
 
-use super::dto::{CreateEventRequest, EventDto, UpdateEventRequest};
+use super::dto::{CopyEventRequest, CreateEventRequest, EventDto, UpdateEventRequest};
 use super::organizer;
 use crate::context::Caller;
 use crate::error::ApiError;
@@ -69,13 +69,8 @@ fn check_place(
 }
 
 fn check_settings(errors: &mut FieldErrors, settings: Option<&serde_json::Value>) {
-    if settings.is_some_and(|s| !s.is_object()) {
-        errors.add(
-            "settings",
-            FieldError::WrongType {
-                expected: "object".into(),
-            },
-        );
+    if let Some(settings) = settings {
+        domain::validation::check_stored_object(errors, "settings", settings, 65_536);
     }
 }
 
@@ -118,7 +113,7 @@ pub async fn list(
         search: query.search,
     };
     Ok(Json(
-        events::list(&state.db, caller.scope(), &filter, &page)
+        events::list(&state.db, caller.scope(), &filter, &page, state.clock.now())
             .await?
             .map(Into::into),
     ))
@@ -173,6 +168,32 @@ pub async fn create(
     };
     let event = events::create(&state.db, tenant, user, &new, state.clock.now()).await?;
     Ok((StatusCode::CREATED, Json(event.into())))
+}
+
+/// Copies an event of the caller's organization (OWNER or MODERATOR) into a new DRAFT: its
+/// details and the ticket types on offer, without registrations; moved to `startsAt` when given,
+/// with its end and sales windows. The body may be `{}`.
+#[utoipa::path(post, path = "/api/v1/events/{id}/copy", tag = "events", request_body = CopyEventRequest,
+    responses((status = 201, body = EventDto), (status = 400, body = crate::error::ErrorBody), (status = 403, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody),
+        (status = 503, body = crate::error::ErrorBody)))]
+pub async fn copy(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    Json(body): Json<CopyEventRequest>,
+) -> Result<(StatusCode, Json<EventDto>), ApiError> {
+    let (tenant, user) = organizer(&caller)?;
+    let mut errors = FieldErrors::new();
+    check_text(&mut errors, body.title.as_deref(), None);
+    if let Some(starts_at) = body.starts_at {
+        validation::check_start(&mut errors, starts_at);
+    }
+    errors.into_result()?;
+    let now = state.clock.now();
+    let title = body.title.as_deref();
+    let copy = events::copy(&state.db, tenant, user, id, title, body.starts_at, now).await?;
+    Ok((StatusCode::CREATED, Json(copy.into())))
 }
 
 /// An event the caller may see.

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use domain::events::lifecycle::{EventStatus, ParticipantsVisibility};
+use domain::events::offer::{self, Availability};
 use domain::events::validation::LocationType;
 use serde::{Deserialize, Serialize};
 use storage::events::catalog::Event;
@@ -61,7 +62,8 @@ pub struct CreateEventRequest {
     pub location_url: Option<String>,
     /// Cover image (media file id).
     pub cover_image_id: Option<Uuid>,
-    /// Settings object.
+    /// Settings: an object of at most 64 KB as JSON, no NUL in keys or strings, numbers
+    /// within ±9007199254740991.
     #[schema(value_type = Option<Object>)]
     pub settings: Option<serde_json::Value>,
 }
@@ -116,9 +118,28 @@ pub struct UpdateEventRequest {
     #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<Uuid>)]
     pub cover_image_id: Option<Option<Uuid>>,
-    /// Settings (replaces the current object).
+    /// Settings (replaces the current object): an object of at most 64 KB as JSON, no NUL in
+    /// keys or strings, numbers within ±9007199254740991.
     #[schema(value_type = Option<Object>)]
     pub settings: Option<serde_json::Value>,
+}
+
+/// What a copy of an event changes; everything else is the source's.
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CopyEventRequest {
+    /// The copy's title (default: the source's): 1 to 255 characters once trimmed, no NUL.
+    #[schema(
+        min_length = 1,
+        pattern = r"^[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000](?:[^\x00]{0,253}[^\x00\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000])?[\t-\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*$"
+    )]
+    pub title: Option<String>,
+    /// The copy's start (default: the source's), not before 2000-01-01T00:00:00Z; its end and
+    /// every ticket type's sales window move with it.
+    #[schema(
+        pattern = r"^(?!2000-01-01[Tt][0-9:.]*\+(?!00:00$))[2-9][0-9]{3}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$"
+    )]
+    pub starts_at: Option<DateTime<Utc>>,
 }
 
 /// An event.
@@ -166,6 +187,24 @@ pub struct EventDto {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
+    /// What it offers, in lists only (absent when nothing is on offer): for the catalogue's
+    /// cards.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offer: Option<OfferDto>,
+}
+
+/// The ticket types an event has on offer (active, sales not ended), summed up.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OfferDto {
+    /// The lowest price, in the smallest unit of `currency` (0: free).
+    pub lowest_price_cents: i64,
+    /// ISO 4217 code of the lowest price.
+    pub currency: String,
+    /// Seats neither sold nor held.
+    pub seats_left: i64,
+    /// AVAILABLE, FEW_LEFT (at most 5 seats or a tenth of them) or SOLD_OUT.
+    pub availability: Availability,
 }
 
 impl From<Event> for EventDto {
@@ -191,6 +230,12 @@ impl From<Event> for EventDto {
             published_at: e.published_at,
             created_at: e.created_at,
             updated_at: e.updated_at,
+            offer: e.offer.map(|o| OfferDto {
+                availability: offer::availability(o.seats_left, o.seats_total),
+                lowest_price_cents: o.lowest_price_cents,
+                currency: o.currency,
+                seats_left: o.seats_left,
+            }),
         }
     }
 }
@@ -344,8 +389,8 @@ pub struct CreateRegistrationRequest {
     #[serde(default)]
     #[schema(max_length = 100, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     pub last_name: String,
-    /// Answers to the organizer's questions: an object of at most 16 KB as JSON, without NUL
-    /// characters in its strings.
+    /// Answers to the organizer's questions: an object of at most 16 KB as JSON, no NUL in
+    /// keys or strings, numbers within ±9007199254740991.
     #[schema(value_type = Option<Object>)]
     pub custom_fields: Option<serde_json::Value>,
     /// Where the person came from (a short slug such as `vk`), counted by the dashboard: 1 to 64

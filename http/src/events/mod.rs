@@ -38,6 +38,7 @@ pub fn routes() -> Router<AppState> {
                 .delete(catalog::delete),
         )
         .route("/api/v1/events/by-slug/{slug}", get(catalog::get_by_slug))
+        .route("/api/v1/events/{id}/copy", post(catalog::copy))
         .route("/api/v1/events/{id}/publish", post(catalog::publish))
         .route("/api/v1/events/{id}/unpublish", post(catalog::unpublish))
         .route("/api/v1/events/{id}/cancel", post(catalog::cancel))
@@ -127,7 +128,7 @@ pub fn self_idempotent_routes() -> Router<AppState> {
 #[derive(OpenApi)]
 #[openapi(
     paths(
-        catalog::list, catalog::create, catalog::get, catalog::get_by_slug, catalog::update, catalog::delete, catalog::publish,
+        catalog::list, catalog::create, catalog::get, catalog::get_by_slug, catalog::update, catalog::delete, catalog::copy, catalog::publish,
         catalog::unpublish, catalog::cancel, catalog::complete,
         ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
         registrations::create, registrations::list, registrations::mine, registrations::get, registrations::cancel,

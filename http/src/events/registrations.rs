@@ -106,16 +106,7 @@ pub async fn create(
         domain::analytics::check_source(&mut errors, "source", source);
     }
     let custom_fields = body.custom_fields.unwrap_or_else(|| serde_json::json!({}));
-    if !custom_fields.is_object() {
-        errors.add(
-            "customFields",
-            FieldError::WrongType {
-                expected: "object".into(),
-            },
-        );
-    } else if custom_fields.to_string().len() > 16 * 1024 {
-        errors.add("customFields", FieldError::TooLong { max: 16 * 1024 });
-    }
+    domain::validation::check_stored_object(&mut errors, "customFields", &custom_fields, 16 * 1024);
     errors.into_result()?;
     let key = key.ok_or_else(|| ApiError::field("X-Idempotency-Key", FieldError::Required))?;
 

@@ -340,7 +340,8 @@ pub struct UpdateOrganizationRequest {
     #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<Uuid>)]
     pub logo_id: Option<Option<Uuid>>,
-    /// Settings object (replaces the current one).
+    /// Settings object (replaces the current one): at most 64 KB as JSON, no NUL in keys or
+    /// strings, numbers within ±9007199254740991.
     #[schema(value_type = Option<Object>)]
     pub settings: Option<serde_json::Value>,
 }

@@ -16,7 +16,7 @@ use domain::ids::{TenantId, UserId};
 use domain::media::attachable::Holder;
 use domain::paging::Page;
 use domain::roles::Role;
-use domain::validation::{FieldError, FieldErrors};
+use domain::validation::FieldErrors;
 use serde::Serialize;
 use storage::identity::invites::PendingInvite;
 use storage::identity::organizations::{self, OrganizationChange};
@@ -93,13 +93,8 @@ pub async fn update(
     if let Some(d) = &body.description {
         errors.check_length("description", d, 0, 5000);
     }
-    if body.settings.as_ref().is_some_and(|s| !s.is_object()) {
-        errors.add(
-            "settings",
-            FieldError::WrongType {
-                expected: "object".into(),
-            },
-        );
+    if let Some(settings) = &body.settings {
+        domain::validation::check_stored_object(&mut errors, "settings", settings, 65_536);
     }
     errors.into_result()?;
     if let Some(Some(logo)) = body.logo_id {

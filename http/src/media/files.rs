@@ -184,8 +184,46 @@ pub async fn url(
     Path(id): Path<Uuid>,
     Query(query): Query<UrlQuery>,
 ) -> Result<Json<SignedUrlDto>, ApiError> {
+    Ok(Json(
+        signed(&state, &caller, id, query.variant.as_deref()).await?,
+    ))
+}
+
+/// The file or one of its variants by redirection (302) to a link valid for one hour, under
+/// the same rules as `/url`: an address that stays the same, for what cannot ask for a link
+/// first — a link preview's `og:image`, which messengers fetch when a page is shared.
+#[utoipa::path(get, path = "/api/v1/media/{id}/image", tag = "media", params(UrlQuery),
+    responses((status = 302, description = "To the file, in `Location`"), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody)))]
+pub async fn image(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    Query(query): Query<UrlQuery>,
+) -> Result<Response, ApiError> {
+    let link = signed(&state, &caller, id, query.variant.as_deref()).await?;
+    let location = header::HeaderValue::from_str(&link.url).map_err(|e| ApiError::internal(&e))?;
+    let mut response = StatusCode::FOUND.into_response();
+    response.headers_mut().insert(header::LOCATION, location);
+    // The link behind it expires in an hour; a copy of the redirection may outlive a few
+    // minutes of it, not more.
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("public, max-age=300"),
+    );
+    Ok(response)
+}
+
+/// A link to `id` (or its `variant`) as `caller` may see it.
+async fn signed(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    variant: Option<&str>,
+) -> Result<SignedUrlDto, ApiError> {
     // No token needed: without one, the files' row policy shows attached files only.
-    let variant = match query.variant.as_deref() {
+    let variant = match variant {
         None => Variant::Original,
         Some(v) => v.parse().map_err(|_| {
             ApiError::field("variant", FieldError::from(MediaFieldText::UnknownVariant))
@@ -214,11 +252,11 @@ pub async fn url(
         .url(&key, now, LINK_TTL)
         .await
         .map_err(|e| ApiError::from(UploadError::Objects(e)))?;
-    Ok(Json(SignedUrlDto {
+    Ok(SignedUrlDto {
         url,
         variant,
         expires_at: now + LINK_TTL,
-    }))
+    })
 }
 
 /// Deletes a file and all its variants (its uploader, or an organizer of its organization).

@@ -25,13 +25,14 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/api/v1/media/{id}", get(files::get).delete(files::delete))
         .route("/api/v1/media/{id}/url", get(files::url))
+        .route("/api/v1/media/{id}/image", get(files::image))
         .route("/api/v1/media/files/{*key}", get(files::serve_local))
         .route(internal::ATTACHABLE, get(internal::attachable))
 }
 
 #[derive(OpenApi)]
 #[openapi(
-    paths(files::upload, files::get, files::url, files::delete, files::serve_local),
+    paths(files::upload, files::get, files::url, files::image, files::delete, files::serve_local),
     components(schemas(dto::UploadForm)),
     tags((name = "media", description = "Uploads, image variants and signed links"))
 )]

@@ -79,7 +79,8 @@ fn gzip(body: &[u8]) -> Option<Vec<u8>> {
     encoder.finish().ok()
 }
 
-fn prepare(path: &str, body: Vec<u8>) -> Prepared {
+/// `body` ready to send as the file at `path` (type, tags, a gzip copy when worth it).
+pub(super) fn prepare(path: &str, body: Vec<u8>) -> Prepared {
     let content_type = content_type(path);
     let hash = &digest(&body)[..16];
     let gzip = (compressible(content_type) && body.len() >= COMPRESS_FROM)

@@ -7,6 +7,7 @@
 //! comes from the API under its own rules.
 
 mod files;
+mod preview;
 
 use axum::Router;
 use axum::extract::Path;
@@ -216,8 +217,28 @@ fn asset(rest: &str, request: &HeaderMap, secure: bool) -> Response {
     }
 }
 
-/// The routes of the web front; `secure`: the public address is https (HSTS is sent).
-pub fn routes<S: Clone + Send + Sync + 'static>(secure: bool) -> Router<S> {
+/// An event page: the shell with the event's link preview when there is one to show.
+async fn event_page(
+    state: &crate::state::AppState,
+    slug: &str,
+    request: &HeaderMap,
+    secure: bool,
+) -> Response {
+    let Some(plain) = bundle().get("index.html") else {
+        return crate::error::ApiError::not_found().into_response();
+    };
+    match preview::page(state, &plain.body, slug).await {
+        Some(page) => send(&page, request, StatusCode::OK, Keep::Revalidate, secure),
+        None => send(plain, request, StatusCode::OK, Keep::Revalidate, secure),
+    }
+}
+
+/// The routes of the web front; `secure`: the public address is https (HSTS is sent). Event
+/// pages read their event's preview through `state`.
+pub fn routes<S: Clone + Send + Sync + 'static>(
+    secure: bool,
+    state: crate::state::AppState,
+) -> Router<S> {
     // Prepared now, not by the first visitor's request.
     bundle();
     let index = move |request: HeaderMap| async move { shell(&request, StatusCode::OK, secure) };
@@ -247,7 +268,14 @@ pub fn routes<S: Clone + Send + Sync + 'static>(secure: bool) -> Router<S> {
         router = router.route(page, get(index));
     }
     router
-        .route("/e/{*slug}", get(index))
+        .route(
+            "/e/{*slug}",
+            get(
+                move |Path(slug): Path<String>, request: HeaderMap| async move {
+                    event_page(&state, &slug, &request, secure).await
+                },
+            ),
+        )
         .route("/me/{*section}", get(index))
         .route("/org/{*section}", get(index))
         .route("/admin/{*section}", get(index))

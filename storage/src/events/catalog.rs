@@ -82,6 +82,21 @@ pub struct Event {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
+    /// What it offers, read for lists only (None elsewhere, and when nothing is on offer).
+    pub offer: Option<Offer>,
+}
+
+/// The ticket types an event has on offer (active, sales not ended), summed up for a card.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Offer {
+    /// The lowest price, in its currency's smallest unit.
+    pub lowest_price_cents: i64,
+    /// The lowest price's currency.
+    pub currency: String,
+    /// Seats neither sold nor held.
+    pub seats_left: i64,
+    /// Seats of those types.
+    pub seats_total: i64,
 }
 
 const COLUMNS: &str = "id, tenant_id, organizer_id, group_id, title, description, slug, status,
@@ -113,6 +128,7 @@ fn from_row(row: &Row) -> Event {
         published_at: row.get(17),
         created_at: row.get(18),
         updated_at: row.get(19),
+        offer: None,
     }
 }
 
@@ -194,11 +210,30 @@ pub async fn create(
 ) -> Result<Event> {
     let tx = db.begin(Scope::tenant(tenant, Some(organizer))).await?;
     check_group(&tx, new.group_id).await?;
+    let event = insert(&tx, tenant, organizer, new, now).await?;
+    publish(
+        &tx,
+        Some(tenant),
+        Some(organizer),
+        DomainEvent::EventCreated(payload(&event)),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(event)
+}
+
+/// Writes a new DRAFT event under the first free slug made from the asked one or the title.
+async fn insert(
+    tx: &crate::Tx,
+    tenant: TenantId,
+    organizer: UserId,
+    new: &NewEvent,
+    now: DateTime<Utc>,
+) -> Result<Event> {
     let base = new
         .slug
         .clone()
         .unwrap_or_else(|| slug::slugify(&new.title));
-    let mut created = None;
     for attempt in 0..slug::ATTEMPTS {
         let suffix = Uuid::new_v4().simple().to_string();
         let Some(candidate) = slug::candidate(&base, new.slug.is_some(), attempt, &suffix[..6])
@@ -236,11 +271,71 @@ pub async fn create(
             )
             .await?;
         if let Some(row) = row {
-            created = Some(from_row(&row));
-            break;
+            return Ok(from_row(&row));
         }
     }
-    let event = created.ok_or_else(|| Refusal::from(EventRefusal::SlugTaken))?;
+    Err(Refusal::from(EventRefusal::SlugTaken).into())
+}
+
+/// Copies an event of the tenant (any status, not deleted) into a new DRAFT with its details
+/// and active ticket types (no registrations, no seats taken), moved to `starts_at` when given with
+/// every other time of the event; publishes event.created for the copy.
+pub async fn copy(
+    db: &Database,
+    tenant: TenantId,
+    organizer: UserId,
+    source: Uuid,
+    title: Option<&str>,
+    starts_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<Event> {
+    use domain::events::copy::{self, Shift};
+    let tx = db.begin(Scope::tenant(tenant, Some(organizer))).await?;
+    require_own(&tx, tenant, source).await?;
+    let row = tx
+        .query_one(
+            &format!("SELECT {COLUMNS} FROM event_service.events WHERE id = $1"),
+            &[&source],
+        )
+        .await?;
+    let from = from_row(&row);
+    let shift = Shift::between(from.starts_at, starts_at);
+    let past = || Refusal::from(EventRefusal::CopyPastCalendar);
+    let new = NewEvent {
+        title: copy::title(&from.title, title),
+        description: from.description,
+        slug: None,
+        group_id: from.group_id,
+        participants_visibility: from.participants_visibility,
+        starts_at: shift.apply(from.starts_at).ok_or_else(past)?,
+        ends_at: shift.apply_opt(from.ends_at).map_err(|()| past())?,
+        timezone: from.timezone,
+        location_type: from.location_type,
+        location_address: from.location_address,
+        location_url: from.location_url,
+        cover_image_id: from.cover_image_id,
+        settings: from.settings,
+    };
+    let event = insert(&tx, tenant, organizer, &new, now).await?;
+    // Retired types (deactivated once they had sales) were taken off sale: the copy offers
+    // what the source offers.
+    let offered = super::ticket_types::of_event(&tx, source).await?;
+    for kind in offered.into_iter().filter(|t| t.is_active) {
+        let fields = super::ticket_types::TicketFields {
+            name: kind.name,
+            description: kind.description,
+            price_cents: kind.price_cents,
+            currency: kind.currency,
+            quantity: kind.quantity,
+            reservation_minutes: kind.reservation_minutes,
+            prepayment_percent: kind.prepayment_percent,
+            sales_start: shift.apply_opt(kind.sales_start).map_err(|()| past())?,
+            sales_end: shift.apply_opt(kind.sales_end).map_err(|()| past())?,
+            sort_order: kind.sort_order,
+            is_active: kind.is_active,
+        };
+        super::ticket_types::insert(&tx, tenant, event.id, &fields, now).await?;
+    }
     publish(
         &tx,
         Some(tenant),
@@ -268,12 +363,13 @@ pub struct EventFilter {
     pub search: Option<String>,
 }
 
-/// Events the scope may see, filtered and paged.
+/// Events the scope may see, filtered and paged, each with its offer at `now`.
 pub async fn list(
     db: &Database,
     scope: Scope,
     filter: &EventFilter,
     request: &PageRequest,
+    now: DateTime<Utc>,
 ) -> Result<Page<Event>> {
     let tx = db.begin(scope).await?;
     let status = filter.status.map(|s| s.as_str());
@@ -304,8 +400,45 @@ pub async fn list(
         from_row,
     )
     .await?;
+    let mut offers = offers(&tx, &found.data, now).await?;
     tx.commit().await?;
-    Ok(found)
+    Ok(found.map(|mut event| {
+        event.offer = offers.remove(&event.id);
+        event
+    }))
+}
+
+/// The offers of `events` by event: only types the transaction may see (others' drafts are
+/// hidden by the visibility rules before this reads anything).
+async fn offers(
+    tx: &crate::Tx,
+    events: &[Event],
+    now: DateTime<Utc>,
+) -> Result<std::collections::HashMap<Uuid, Offer>> {
+    let ids: Vec<Uuid> = events.iter().map(|e| e.id).collect();
+    let rows = tx
+        .query(
+            "SELECT event_id, (array_agg(price_cents ORDER BY price_cents, sort_order))[1],
+                    (array_agg(currency ORDER BY price_cents, sort_order))[1],
+                    sum(greatest(quantity - sold_count - reserved_count, 0))::int8, sum(quantity)::int8
+               FROM event_service.ticket_types
+              WHERE event_id = ANY($1) AND is_active AND (sales_end IS NULL OR sales_end > $2)
+              GROUP BY event_id",
+            &[&ids, &now],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let offer = Offer {
+                lowest_price_cents: row.get(1),
+                currency: row.get(2),
+                seats_left: row.get(3),
+                seats_total: row.get(4),
+            };
+            (row.get(0), offer)
+        })
+        .collect())
 }
 
 /// One event, if the scope may see it.

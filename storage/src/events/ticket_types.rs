@@ -114,11 +114,9 @@ pub async fn list(db: &Database, scope: Scope, event: Uuid) -> Result<Vec<Ticket
     if !visible {
         return Err(Refusal::not_found().into());
     }
-    let rows = tx
-        .query(&format!("SELECT {COLUMNS} FROM event_service.ticket_types WHERE event_id = $1 ORDER BY sort_order, created_at"), &[&event])
-        .await?;
+    let types = of_event(&tx, event).await?;
     tx.commit().await?;
-    Ok(rows.iter().map(from_row).collect())
+    Ok(types)
 }
 
 /// Locks the tenant's event for a change of its ticket types; a final event is refused.
@@ -144,6 +142,19 @@ pub async fn create(
 ) -> Result<TicketType> {
     let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
     lock_event(&tx, event).await?;
+    let created = insert(&tx, tenant, event, f, now).await?;
+    tx.commit().await?;
+    Ok(created)
+}
+
+/// Writes a ticket type with no seats taken.
+pub(crate) async fn insert(
+    tx: &crate::Tx,
+    tenant: TenantId,
+    event: Uuid,
+    f: &TicketFields,
+    now: DateTime<Utc>,
+) -> Result<TicketType> {
     let row = tx
         .query_one(
             &format!(
@@ -171,8 +182,15 @@ pub async fn create(
             ],
         )
         .await?;
-    tx.commit().await?;
     Ok(from_row(&row))
+}
+
+/// Every ticket type of an event the transaction sees, in list order.
+pub(crate) async fn of_event(tx: &crate::Tx, event: Uuid) -> Result<Vec<TicketType>> {
+    let rows = tx
+        .query(&format!("SELECT {COLUMNS} FROM event_service.ticket_types WHERE event_id = $1 ORDER BY sort_order, created_at"), &[&event])
+        .await?;
+    Ok(rows.iter().map(from_row).collect())
 }
 
 async fn lock_type(tx: &crate::Tx, event: Uuid, id: Uuid) -> Result<TicketType> {

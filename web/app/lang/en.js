@@ -30,6 +30,8 @@ export default {
   'error.toCatalogue': 'Back to events',
   'form.fixFields': 'Please check the marked fields.',
 
+  'card.from': 'from {price}',
+  'card.fewLeft': 'Few seats left',
   'catalogue.title': 'Events',
   'catalogue.filters': 'Find events',
   'catalogue.search': 'Title or description',

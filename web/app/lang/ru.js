@@ -30,6 +30,8 @@ export default {
   'error.toCatalogue': 'К списку событий',
   'form.fixFields': 'Проверьте отмеченные поля.',
 
+  'card.from': 'от {price}',
+  'card.fewLeft': 'Осталось мало мест',
   'catalogue.title': 'События',
   'catalogue.filters': 'Поиск событий',
   'catalogue.search': 'Название или описание',

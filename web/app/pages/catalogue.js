@@ -1,10 +1,12 @@
 // "/": the event catalogue. GET /api/v1/events with the list's filters (search, status,
-// startsAfter) and paging. The filters live in the address (?q=&from=&status=&sort=&page=),
+// startsAfter) and paging; each card shows the event's cover, lowest price and "few left" or
+// "sold out" from its `offer`. The filters live in the address (?q=&from=&status=&sort=&page=),
 // so a search can be shared and Back returns to it.
 import { api } from '../api.js';
 import { announce, badge, fill, h, setTitle, spinner } from '../dom.js';
 import { field } from '../forms.js';
-import { when } from '../format.js';
+import { cover } from '../cover.js';
+import { price, when } from '../format.js';
 import { t, tn } from '../i18n.js';
 
 const SORTS = ['startsAt,asc', 'startsAt,desc', 'title,asc', 'createdAt,desc'];
@@ -52,13 +54,25 @@ function select(name, label, values, chosen) {
       values.map((v) => h('option', { value: v, selected: v === chosen }, t(`${name}.${v}`)))));
 }
 
+// What the event offers (the types on sale): its lowest price, and seats when they run short.
+function offer(event) {
+  const o = event.offer;
+  if (!o || event.status !== 'PUBLISHED') return null;
+  const from = o.lowestPriceCents ? t('card.from', { price: price(o.lowestPriceCents, o.currency) }) : t('price.free');
+  const seats = o.availability === 'SOLD_OUT' ? h('span', { class: 'badge badge-cancelled' }, t('type.soldOut'))
+    : o.availability === 'FEW_LEFT' ? h('span', { class: 'badge badge-few' }, t('card.fewLeft')) : null;
+  return h('p', { class: 'offer' }, h('span', { class: 'price' }, from), seats);
+}
+
 function item(event) {
   const place = event.locationAddress || (event.locationType ? t(`place.${event.locationType}`) : '');
   return h('li', { class: 'card' },
+    cover(event, 'SMALL', { loading: 'lazy', width: 320, height: 180 }),
     h('h2', {}, h('a', { href: `/e/${encodeURIComponent(event.slug)}` }, event.title)),
     event.status !== 'PUBLISHED' && badge(event.status),
     h('p', { class: 'meta' }, h('time', { datetime: event.startsAt }, when(event.startsAt, event.endsAt, event.timezone))),
-    place && h('p', { class: 'meta' }, place));
+    place && h('p', { class: 'meta' }, place),
+    offer(event));
 }
 
 function pager(f, result) {

@@ -7,6 +7,7 @@
 //   POST /api/v1/analytics/track                  page.view and registration.started
 //   POST /api/v1/registrations/{id}/checkout      Pay, for a reservation to pay (pay.js)
 import { api, isRetryable, postIdempotent } from '../api.js';
+import { cover } from '../cover.js';
 import { announce, badge, h, hidden, setTitle } from '../dom.js';
 import { dateTime, price, when } from '../format.js';
 import { t, tn } from '../i18n.js';
@@ -27,19 +28,6 @@ function place(event) {
   const url = httpUrl(event.locationUrl);
   if (url) parts.push(h('a', { href: url, rel: 'noopener noreferrer', target: '_blank' }, url));
   return parts.length ? h('p', { class: 'meta place' }, parts) : null;
-}
-
-function cover(event) {
-  const img = h('img', { class: 'cover', alt: '', hidden: true });
-  if (event.coverImageId) {
-    const url = (variant) => api.get(`/media/${event.coverImageId}/url${variant}`);
-    url('?variant=LARGE').catch(() => url(''))
-      .then(({ url: src }) => {
-        if (httpUrl(src) || src.startsWith('/')) { img.src = src; img.hidden = false; }
-      })
-      .catch(() => {});
-  }
-  return img;
 }
 
 export default async function eventPage({ root, params, query, signal }) {
@@ -251,7 +239,7 @@ export default async function eventPage({ root, params, query, signal }) {
   root.replaceChildren(h('article', { class: 'event' },
     h('h1', {}, event.title),
     notice && h('p', { class: 'notice' }, badge(event.status), ' ', t(notice)),
-    cover(event),
+    cover(event, 'LARGE'),
     h('p', { class: 'meta' }, h('time', { datetime: event.startsAt }, when(event.startsAt, event.endsAt, event.timezone))),
     place(event),
     calendar,
