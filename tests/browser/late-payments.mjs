@@ -80,8 +80,9 @@ await waitText(page, /^Refund of .*: succeeded\./);
 result.cancelled = await page.locator('.refunds p').first().textContent();
 await audit('cancelled-refunded');
 
-// The organizer's side of the money: the refund listed, revenue on the dashboard and report.
-await op.reload();
+// The organizer's side of the money: the refund listed (in the event's Refunds section),
+// revenue on the dashboard and report.
+await op.goto(`${BASE}/org/events/${FREE_EVENT}/refunds`);
 const refunds = op.locator('section', { has: op.getByRole('heading', { name: 'Refunds', exact: true }) });
 await refunds.getByRole('table').waitFor();
 result.organizerRefunds = await refunds.locator('tbody tr').count();

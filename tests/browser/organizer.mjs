@@ -3,12 +3,16 @@
 // this prints as its last line of JSON):
 //   an organizer requests an organization, a platform administrator approves it, the
 //   organizer creates it, creates an event with two ticket types and a cover and publishes
-//   it; a participant finds it by search, registers and sees the QR code; the door (on a
+//   it, moving between the sections of the event's page (overview, details) by its tabs; a
+//   participant finds it by search, registers and sees the QR code; the organizer finds the
+//   registration in its own section, whose last action of a row is in view and clickable at
+//   1280 and 820 px (and which a reload and Back keep); the door (on a
 //   phone) checks the ticket in by its code; the dashboard shows the registration and the
 //   check-in; the organizer changes the organization's description and uploads its logo, which
 //   a reload still shows; the report lists the event with its registration and check-in; the
 //   export downloads a CSV and an XLSX file.
-// Every page is screenshotted into ARTIFACTS and checked by axe-core.
+// Every page is screenshotted into ARTIFACTS and checked by axe-core; the event's page also at
+// 390 px and 1280 px, in the window's size (screen-*.png, the pictures of web/README.md).
 import { readFileSync } from 'node:fs';
 import { open, signIn } from './harness.mjs';
 
@@ -20,6 +24,16 @@ const ARTIFACTS = process.env.ARTIFACTS;
 const result = { violations: [], errors: [] };
 const merge = (r) => { result.violations.push(...r.violations); result.errors.push(...r.errors); };
 const waitText = (page, text) => page.getByText(text).first().waitFor();
+// The tabs between the sections of an event's page, and the one shown (aria-current).
+const tabs = (page) => page.getByRole('navigation', { name: 'Event sections' });
+const section = async (page, name, path) => {
+  await tabs(page).getByRole('link', { name, exact: true }).click();
+  await page.waitForURL(path);
+  await tabs(page).locator('a[aria-current="page"]', { hasText: name }).waitFor();
+};
+const current = (page) => tabs(page).locator('a[aria-current="page"]').textContent();
+// What the window shows, without the rest of the page: the pictures of the README.
+const screen = (page, name) => page.screenshot({ path: `${ARTIFACTS}/screen-${name}.png` });
 
 // ---- The organizer asks for an organization ----
 const organizer = await open();
@@ -71,7 +85,9 @@ await page.locator('#new-locationAddress').fill('Moscow, Bolshaya Nikitskaya 13'
 await page.getByRole('button', { name: 'Create the draft' }).click();
 await page.waitForURL(/\/org\/events\/[0-9a-f-]{36}$/);
 const eventId = page.url().split('/').pop();
+const EVENT = `${BASE}/org/events/${eventId}`;
 await page.getByRole('heading', { name: TITLE, level: 1 }).waitFor();
+result.tabs = { created: await current(page) };
 
 for (const [name, price, seats] of [['Stalls', '0', '80'], ['Balcony', '1500', '20']]) {
   await page.locator('#tt-new-name').fill(name);
@@ -84,6 +100,9 @@ result.typeRows = await page.locator('section[aria-labelledby="tt-title"] table 
 // Both on sale: the form starts the second type with the same defaults as the first.
 result.offSale = await page.locator('section[aria-labelledby="tt-title"] table').getByText('Off sale').count();
 
+// The cover is with the event's fields, in their own section.
+await section(page, 'Details', `${EVENT}/details`);
+result.tabs.details = await current(page);
 await page.locator('#cover-file').setInputFiles(COVER);
 await waitText(page, 'This is the new cover.');
 await page.getByRole('button', { name: 'Upload and use as the cover' }).click();
@@ -96,7 +115,9 @@ await page.waitForFunction(() => {
   return img && img.complete && img.naturalWidth > 0 && !img.src.startsWith('blob:');
 });
 result.coverWidth = await cover.evaluate((img) => img.naturalWidth);
+await organizer.audit('org-event-details');
 
+await section(page, 'Overview', EVENT);
 await page.getByRole('button', { name: /^Publish\b/ }).first().click();
 await waitText(page, `“${TITLE}” is published.`);
 await organizer.audit('org-event');
@@ -135,6 +156,77 @@ await participant.browser.close();
 merge(participant.result);
 const code = result.qrLabel.match(/[A-Z0-9]{6,}/g).pop();
 result.code = code;
+
+// ---- The organizer finds the registration in its section, on a computer and a tablet ----
+// The last action of the first row where the page stands (only the window scrolled down to
+// it, never its table sideways): inside the window and inside the visible part of the table's
+// region, and the element a click at its centre reaches.
+const lastAction = () => page.evaluate(() => {
+  const row = document.querySelector('.reg-table tbody tr');
+  window.scrollTo(0, row.getBoundingClientRect().top + window.scrollY - window.innerHeight / 3);
+  const button = [...row.querySelectorAll('button')].pop();
+  const r = button.getBoundingClientRect();
+  const region = button.closest('[role="region"]').getBoundingClientRect();
+  const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  return {
+    name: button.textContent,
+    left: r.left,
+    right: r.right,
+    innerWidth: window.innerWidth,
+    inside: r.left >= 0 && r.right <= window.innerWidth && r.left >= region.left && r.right <= region.right,
+    reached: button.contains(hit),
+  };
+});
+const actionAt = async (width, height) => {
+  await page.setViewportSize({ width, height });
+  const place = await lastAction();
+  // Playwright's own test of a click (visible, stable, enabled, not covered), without clicking.
+  await page.locator('.reg-table tbody tr').first().getByRole('button').last().click({ trial: true, timeout: 5_000 });
+  return { ...place, clickable: true };
+};
+await section(page, 'Registrations', `${EVENT}/registrations`);
+await page.locator('.reg-table tbody tr').first().waitFor();
+result.tabs.registrations = await current(page);
+result.registrationRows = await page.locator('.reg-table tbody tr').count();
+result.registrationsRegion = await page.locator('.reg-table').evaluate((table) => {
+  const region = table.closest('[role="region"]');
+  return { tabindex: region.getAttribute('tabindex'), label: document.getElementById(region.getAttribute('aria-labelledby'))?.textContent };
+});
+result.actions = { 1280: await actionAt(1280, 720) };
+await organizer.audit('org-registrations-1280');
+await page.setViewportSize({ width: 1280, height: 860 });
+await screen(page, 'org-registrations-1280');
+// A reload draws the same section.
+await page.reload();
+await page.locator('.reg-table tbody tr').first().waitFor();
+result.tabs.reloaded = await current(page);
+result.actions[820] = await actionAt(820, 1180);
+await organizer.audit('org-registrations-820');
+await page.setViewportSize({ width: 390, height: 844 });
+await organizer.audit('org-registrations-390');
+// On a phone the table is below the filters: the picture starts a little above it.
+await page.evaluate(() => window.scrollTo(0, document.querySelector('.results').getBoundingClientRect().top + window.scrollY - 160));
+await screen(page, 'org-registrations-390');
+// The overview on a phone, and Back to the registrations.
+await section(page, 'Overview', EVENT);
+await page.getByRole('heading', { name: 'Ticket types' }).waitFor();
+await organizer.audit('org-event-390');
+await page.evaluate(() => window.scrollTo(0, 0));
+await screen(page, 'org-event-390');
+await page.goBack();
+await page.waitForURL(`${EVENT}/registrations`);
+await page.locator('.reg-table tbody tr').first().waitFor();
+result.tabs.back = await current(page);
+await page.setViewportSize({ width: 1280, height: 800 });
+await section(page, 'Overview', EVENT);
+await page.getByRole('heading', { name: 'Ticket types' }).waitFor();
+await organizer.audit('org-event-1280');
+await page.evaluate(() => window.scrollTo(0, 0));
+await screen(page, 'org-event-1280');
+await section(page, 'Refunds', `${EVENT}/refunds`);
+await waitText(page, 'No refunds');
+await organizer.audit('org-event-refunds');
+await page.setViewportSize({ width: 1280, height: 720 });
 
 // ---- The door, on the organizer's phone ----
 const door = await open({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
@@ -226,8 +318,9 @@ result.report = await page.evaluate((title) => {
 await organizer.audit('org-report');
 
 // ---- Export: the files download ----
-await page.goto(`${BASE}/org/events/${eventId}`);
+await page.goto(`${EVENT}/export`);
 await page.getByRole('heading', { name: TITLE, level: 1 }).waitFor();
+result.tabs.export = await current(page);
 result.exports = {};
 for (const [format, label] of [['csv', 'Download CSV'], ['xlsx', 'Download XLSX']]) {
   const [download] = await Promise.all([

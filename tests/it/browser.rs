@@ -419,6 +419,41 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
 
     assert_eq!(result["typeRows"], 2, "{result}");
     assert_eq!(result["offSale"], 0, "both types on sale: {result}");
+    // Each section of the event's page is an address of its own, its tab marked current on
+    // arrival, after a reload and after Back.
+    for (view, tab) in [
+        ("created", "Overview"),
+        ("details", "Details"),
+        ("registrations", "Registrations"),
+        ("reloaded", "Registrations"),
+        ("back", "Registrations"),
+        ("export", "Export"),
+    ] {
+        assert_eq!(result["tabs"][view], tab, "{view}: {result}");
+    }
+    // The participant's registration, its table in a focusable region named by its heading,
+    // and the row's last action (Cancel) within the window and clickable on a computer and a
+    // tablet.
+    assert_eq!(result["registrationRows"], 1, "{result}");
+    assert_eq!(
+        result["registrationsRegion"],
+        json!({"tabindex": "0", "label": "Registrations"}),
+        "{result}"
+    );
+    for width in ["1280", "820"] {
+        let action = &result["actions"][width];
+        assert!(
+            action["name"].as_str().unwrap().starts_with("Cancel"),
+            "{width}: {result}"
+        );
+        assert_eq!(action["inside"], true, "{width} px: {result}");
+        assert_eq!(action["reached"], true, "{width} px: {result}");
+        assert_eq!(action["clickable"], true, "{width} px: {result}");
+        assert!(
+            action["right"].as_f64().unwrap() <= action["innerWidth"].as_f64().unwrap(),
+            "{width} px: {result}"
+        );
+    }
     assert!(result["coverWidth"].as_u64().unwrap() > 0, "{result}");
     assert_eq!(result["participantSeesTypes"], true, "{result}");
     assert!(
@@ -490,6 +525,17 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
             "admin-requests",
             "org-events",
             "org-event",
+            "org-event-details",
+            "org-registrations-1280",
+            "org-registrations-820",
+            "org-registrations-390",
+            "org-event-390",
+            "org-event-1280",
+            "org-event-refunds",
+            "screen-org-event-390",
+            "screen-org-event-1280",
+            "screen-org-registrations-390",
+            "screen-org-registrations-1280",
             "participant-registered",
             "participant-tickets",
             "door-accepted",

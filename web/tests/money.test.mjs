@@ -41,7 +41,10 @@ test('the organizer pages reach the money modules statically, the participant pa
   const read = (f) => readFileSync(new URL(`../app/${f}`, import.meta.url), 'utf8');
   assert.match(read('pages/org-dashboard.js'), /from '\.\.\/staff\/money\.js'/);
   assert.match(read('pages/org-report.js'), /from '\.\.\/staff\/money\.js'/);
-  assert.match(read('pages/org-event.js'), /from '\.\.\/staff\/refunds\.js'/);
+  // The event's page loads its sections when visited: the refunds page, and the
+  // registrations, whose table offers "Refund".
+  assert.match(read('pages/org-event.js'), /import\('\.\.\/staff\/refunds\.js'\)/);
+  assert.match(read('staff/event-registrations.js'), /from '\.\/refunds\.js'/);
   for (const f of ['pages/event.js', 'pages/tickets.js', 'pages/ticket.js', 'main.js']) {
     assert.doesNotMatch(read(f), /staff\/(money|refunds)\.js/, f);
   }

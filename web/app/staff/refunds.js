@@ -1,8 +1,7 @@
-// The refunds of an event as its organizer sees them (a section of /org/events/{id}), and
-// which registrations its table offers "Refund" for:
+// The refunds of an event as its organizer sees them (/org/events/{id}/refunds), and which
+// registrations the registrations table offers "Refund" for:
 //   GET  /api/v1/events/{id}/refunds        newest first, at most 1000
 //   GET  /api/v1/registrations/{id}         whose refund it is, for the page of refunds shown
-//        (those of the registrations table are known already)
 // The refund itself (POST /api/v1/registrations/{id}/refund) is a row action of that table.
 import { api } from '../api.js';
 import { announce, fill, h, spinner } from '../dom.js';
@@ -26,7 +25,7 @@ const reason = (code) => (has(`refunds.reason.${code}`) ? t(`refunds.reason.${co
 const status = (s) => h('span', { class: `badge badge-refund-${s.toLowerCase()}` }, t(`refunds.status.${s}`));
 
 // The section: `el` to place, `load(tell)` to (re)read the list, `names` (registration id →
-// participant) for the registrations table to fill as it draws.
+// participant) of those already known.
 export function refundsSection(event, signal) {
   const names = new Map();
   let list = [];
@@ -103,4 +102,11 @@ export function refundsSection(event, signal) {
     h('div', { class: 'actions' }, update),
     box);
   return { el, load, names };
+}
+
+// The section as the page /org/events/{id}/refunds (pages/org-event.js draws its frame).
+export default async function refundsPage({ root, event, signal }) {
+  const section = refundsSection(event(), signal);
+  root.replaceChildren(section.el);
+  await section.load(false);
 }

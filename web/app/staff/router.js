@@ -11,7 +11,8 @@ const ROUTES = [
   { path: /^\/org\/?$/, load: page('org-list'), texts: ORG },
   { path: /^\/org\/request$/, load: page('org-request'), texts: ORG },
   { path: /^\/org\/events$/, load: page('org-events'), texts: ORG },
-  { path: /^\/org\/events\/([^/]+)$/, keys: ['eventId'], load: page('org-event'), texts: ORG },
+  // One event: its overview, and each of its sections at an address of its own.
+  { path: /^\/org\/events\/([^/]+)(?:\/(details|registrations|refunds|export))?$/, keys: ['eventId', 'section'], load: page('org-event'), texts: ORG },
   { path: /^\/org\/events\/([^/]+)\/dashboard$/, keys: ['eventId'], load: page('org-dashboard'), texts: ORG },
   { path: /^\/org\/members$/, load: page('org-members'), texts: ORG },
   { path: /^\/org\/settings$/, load: page('org-settings'), texts: ORG },
@@ -34,7 +35,8 @@ export default async function staff(context) {
     const m = route.path.exec(location.pathname);
     if (!m) continue;
     const params = {};
-    (route.keys || []).forEach((k, i) => { params[k] = decode(m[i + 1]); });
+    // An optional part left out (the overview of an event has no section) is ''.
+    (route.keys || []).forEach((k, i) => { params[k] = m[i + 1] === undefined ? '' : decode(m[i + 1]); });
     const [module] = await Promise.all([route.load(), loadTexts(route.texts)]);
     return module.default({ ...context, params });
   }
