@@ -5,7 +5,7 @@
 // Pages are screenshotted into ARTIFACTS and checked by axe-core; the last line is JSON.
 import { open, signIn } from './harness.mjs';
 
-const { BASE, EVENT, CODE, EMAIL, PASSWORD } = process.env;
+const { BASE, EVENT, CODE, EMAIL, PASSWORD, ARTIFACTS } = process.env;
 // A phone: door staff hold one.
 const { browser, page, result, audit } = await open({
   viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true,
@@ -31,6 +31,13 @@ for (const [attempt, expected] of [['first', 'ACCEPTED'], ['again', 'REFUSED']])
   await page.getByText(expected, { exact: true }).first().waitFor();
   result.outcomes.push(expected);
   await audit(`door-${attempt}`);
+  if (attempt === 'first') {
+    // The pictures of web/README.md: the window only, on a phone and on a computer.
+    await page.screenshot({ path: `${ARTIFACTS}/screen-door-390.png` });
+    await page.setViewportSize({ width: 1280, height: 860 });
+    await page.screenshot({ path: `${ARTIFACTS}/screen-door-1280.png` });
+    await page.setViewportSize({ width: 390, height: 844 });
+  }
 }
 result.already = await page.getByText('This ticket has already been used to enter.').count();
 // A ticket of the organization's other event, typed at this door.
