@@ -13,6 +13,7 @@ bash scripts/provision/clickhouse.sh
 bash scripts/provision/smtp.sh
 bash scripts/provision/garage.sh
 bash scripts/provision/browser.sh
+bash scripts/provision/tools.sh
 
 set -a
 # shellcheck disable=SC1091

@@ -279,6 +279,10 @@ pub async fn start_with(
         peers: http::peers::Peers::new(&config),
         life_line: storage::liveness::LifeLine::new(),
         payments: payments::Payments::from_config(&config, db.clone()),
+        wallets: Arc::new(
+            messenger::tickets::Wallets::from_config(&config.wallet, &config.http.public_url)
+                .context("cannot set up wallet passes ([wallet] settings)")?,
+        ),
     });
 
     let schemas: Vec<Schema> = node_config

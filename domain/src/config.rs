@@ -41,6 +41,21 @@ pub const ENV_ALIASES: &[(&str, &str)] = &[
     ("STRIPE_WEBHOOK_SECRET", "payments.stripe_webhook_secret"),
     ("PAYMENTS_CREDENTIALS_KEY", "payments.credentials_key"),
     ("PUBLIC_URL", "http.public_url"),
+    ("WALLET_ISSUER_NAME", "wallet.issuer_name"),
+    ("WALLET_GOOGLE_ISSUER_ID", "wallet.google_issuer_id"),
+    (
+        "WALLET_GOOGLE_SERVICE_ACCOUNT",
+        "wallet.google_service_account",
+    ),
+    ("WALLET_GOOGLE_PRIVATE_KEY", "wallet.google_private_key"),
+    ("WALLET_APPLE_PASS_TYPE_ID", "wallet.apple_pass_type_id"),
+    ("WALLET_APPLE_TEAM_ID", "wallet.apple_team_id"),
+    ("WALLET_APPLE_CERTIFICATE", "wallet.apple_certificate"),
+    (
+        "WALLET_APPLE_WWDR_CERTIFICATE",
+        "wallet.apple_wwdr_certificate",
+    ),
+    ("WALLET_APPLE_PRIVATE_KEY", "wallet.apple_private_key"),
 ];
 
 /// Prefix of the generic override variables.
@@ -230,6 +245,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// The payment provider's webhook.
     pub payments: PaymentsConfig,
+    /// Wallet passes of tickets; each kind is offered only with its signing keys.
+    pub wallet: WalletConfig,
     /// Where each service listens and is reached.
     pub services: BTreeMap<Service, ServiceAddr>,
     /// The processes of the cluster and the services each runs.
@@ -283,6 +300,10 @@ pub enum SecretSetting {
     StripeWebhookSecret,
     /// Seals the payment provider keys organizations store.
     CredentialsKey,
+    /// Signs Google Wallet passes (the service account's RSA key, PEM).
+    GoogleWalletKey,
+    /// Signs Apple Wallet passes (the pass certificate's RSA key, PEM).
+    AppleWalletKey,
 }
 
 /// Least length production accepts for the secrets whose value the operator chooses (JWT,
@@ -303,7 +324,7 @@ const RANDOM_SECRET_HINT: &str = "e.g. `head -c 48 /dev/urandom | base64`";
 
 impl SecretSetting {
     /// Every secret.
-    pub const ALL: [SecretSetting; 11] = [
+    pub const ALL: [SecretSetting; 13] = [
         SecretSetting::Jwt,
         SecretSetting::Service,
         SecretSetting::Webhook,
@@ -315,6 +336,8 @@ impl SecretSetting {
         SecretSetting::StripeSecretKey,
         SecretSetting::StripeWebhookSecret,
         SecretSetting::CredentialsKey,
+        SecretSetting::GoogleWalletKey,
+        SecretSetting::AppleWalletKey,
     ];
 
     /// Its path in cluster.toml.
@@ -331,6 +354,8 @@ impl SecretSetting {
             Self::StripeSecretKey => "payments.stripe_secret_key",
             Self::StripeWebhookSecret => "payments.stripe_webhook_secret",
             Self::CredentialsKey => "payments.credentials_key",
+            Self::GoogleWalletKey => "wallet.google_private_key",
+            Self::AppleWalletKey => "wallet.apple_private_key",
         }
     }
 
@@ -373,6 +398,12 @@ impl SecretSetting {
             Self::CredentialsKey => {
                 "organizations cannot store their own payment provider keys (PUT /api/v1/payments/accounts answers 503); they are paid through the platform's"
             }
+            Self::GoogleWalletKey => {
+                "tickets offer no \"Add to Google Wallet\" (GET /api/v1/registrations/{id}/wallet/google answers 404)"
+            }
+            Self::AppleWalletKey => {
+                "tickets offer no \"Add to Apple Wallet\" (GET /api/v1/registrations/{id}/wallet/apple answers 404)"
+            }
         }
     }
 
@@ -389,7 +420,9 @@ impl SecretSetting {
             | Self::BotToken
             | Self::YooKassaSecretKey
             | Self::StripeSecretKey
-            | Self::StripeWebhookSecret => None,
+            | Self::StripeWebhookSecret
+            | Self::GoogleWalletKey
+            | Self::AppleWalletKey => None,
         }
     }
 
@@ -736,6 +769,53 @@ impl Default for PaymentsConfig {
     }
 }
 
+/// Wallet passes of confirmed tickets. Google Wallet needs the issuer id, the service
+/// account's email and its private key; Apple Wallet the pass type id, the team id, the pass
+/// certificate, Apple's WWDR intermediate certificate and the certificate's private key. A
+/// kind with any of them missing is not offered. Keys and certificates are PEM text (an
+/// environment variable may hold the several lines).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WalletConfig {
+    /// The name passes show as their issuer (empty: `bilet`).
+    pub issuer_name: String,
+    /// Google Wallet issuer id (a number, kept as text).
+    pub google_issuer_id: String,
+    /// The service account that signs the save links (`…@….iam.gserviceaccount.com`).
+    pub google_service_account: String,
+    /// Its RSA private key, PEM (`-----BEGIN PRIVATE KEY-----`, as in its JSON key file).
+    pub google_private_key: Option<Secret>,
+    /// Apple pass type identifier (`pass.org.example.tickets`).
+    pub apple_pass_type_id: String,
+    /// Apple developer team identifier.
+    pub apple_team_id: String,
+    /// The pass type certificate, PEM.
+    pub apple_certificate: String,
+    /// Apple's WWDR intermediate certificate that issued it, PEM.
+    pub apple_wwdr_certificate: String,
+    /// The pass certificate's RSA private key, PEM (PKCS#8 or PKCS#1).
+    pub apple_private_key: Option<Secret>,
+}
+
+impl WalletConfig {
+    /// Whether the settings of Google Wallet passes, other than the key, are given.
+    pub fn google_named(&self) -> bool {
+        !self.google_issuer_id.trim().is_empty() && !self.google_service_account.trim().is_empty()
+    }
+
+    /// Whether the settings of Apple Wallet passes, other than the key, are given.
+    pub fn apple_named(&self) -> bool {
+        [
+            &self.apple_pass_type_id,
+            &self.apple_team_id,
+            &self.apple_certificate,
+            &self.apple_wwdr_certificate,
+        ]
+        .iter()
+        .all(|v| !v.trim().is_empty())
+    }
+}
+
 /// Address of one service.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -780,6 +860,7 @@ impl Default for Config {
             messenger: MessengerConfig::default(),
             auth: AuthConfig::default(),
             payments: PaymentsConfig::default(),
+            wallet: WalletConfig::default(),
             notes: LoadNotes::default(),
             services: Service::ALL
                 .into_iter()
@@ -990,6 +1071,15 @@ const STRING_SETTINGS: &[&str] = &[
     "auth.jwt_secret",
     "auth.service_secret",
     "payments.webhook_secret",
+    "wallet.google_issuer_id",
+    "wallet.google_service_account",
+    "wallet.google_private_key",
+    "wallet.apple_pass_type_id",
+    "wallet.apple_team_id",
+    "wallet.issuer_name",
+    "wallet.apple_certificate",
+    "wallet.apple_wwdr_certificate",
+    "wallet.apple_private_key",
 ];
 
 impl Config {
@@ -1066,6 +1156,8 @@ impl Config {
             SecretSetting::StripeSecretKey => self.payments.stripe_secret_key.as_ref(),
             SecretSetting::StripeWebhookSecret => self.payments.stripe_webhook_secret.as_ref(),
             SecretSetting::CredentialsKey => self.payments.credentials_key.as_ref(),
+            SecretSetting::GoogleWalletKey => self.wallet.google_private_key.as_ref(),
+            SecretSetting::AppleWalletKey => self.wallet.apple_private_key.as_ref(),
         }
     }
 
@@ -1090,6 +1182,9 @@ impl Config {
                     SecretSetting::StorageAccessKey | SecretSetting::StorageSecretKey => {
                         self.storage.endpoint.is_some()
                     }
+                    // Passes are optional: their key is missed only once the rest is given.
+                    SecretSetting::GoogleWalletKey => self.wallet.google_named(),
+                    SecretSetting::AppleWalletKey => self.wallet.apple_named(),
                     _ => true,
                 };
                 needed || self.notes.ignored_secrets.iter().any(|i| i.setting == *s)
@@ -1749,6 +1844,54 @@ mod tests {
     }
 
     #[test]
+    fn wallet_passes_are_configured_from_the_environment_and_their_keys_stay_masked() {
+        let pem = "-----BEGIN PRIVATE KEY-----\nAAEC\n-----END PRIVATE KEY-----\n";
+        let env = [
+            ("WALLET_GOOGLE_ISSUER_ID", "3388000000012345678"),
+            (
+                "WALLET_GOOGLE_SERVICE_ACCOUNT",
+                "passes@x.iam.gserviceaccount.com",
+            ),
+            ("WALLET_GOOGLE_PRIVATE_KEY", pem),
+            ("WALLET_ISSUER_NAME", "Филармония"),
+        ];
+        let c = Config::load(None, env).unwrap();
+        // A number-looking issuer id stays text.
+        assert_eq!(c.wallet.google_issuer_id, "3388000000012345678");
+        assert!(c.wallet.google_named() && !c.wallet.apple_named());
+        assert_eq!(
+            c.secret(SecretSetting::GoogleWalletKey).map(Secret::expose),
+            Some(pem)
+        );
+        let printed = c.to_masked_toml();
+        assert!(printed.contains("[wallet]") && printed.contains("google_private_key = \"****\""));
+        assert!(!printed.contains("AAEC"), "{printed}");
+        // Passes are optional: an absent key is missed only once the rest is given.
+        let missed = |c: &Config| {
+            c.missing_secrets()
+                .into_iter()
+                .map(|(s, _)| s)
+                .filter(|s| {
+                    matches!(
+                        s,
+                        SecretSetting::GoogleWalletKey | SecretSetting::AppleWalletKey
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(missed(&Config::load(None, EMPTY).unwrap()).is_empty());
+        let named = Config::load(
+            None,
+            [
+                ("WALLET_GOOGLE_ISSUER_ID", "1"),
+                ("WALLET_GOOGLE_SERVICE_ACCOUNT", "a@b"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(missed(&named), vec![SecretSetting::GoogleWalletKey]);
+    }
+
+    #[test]
     fn blank_or_malformed_secrets_count_as_absent() {
         let env = [
             ("MESSENGER_BOT_TOKEN", ""),
@@ -1762,6 +1905,8 @@ mod tests {
             ("STRIPE_SECRET_KEY", " "),
             ("STRIPE_WEBHOOK_SECRET", ""),
             ("PAYMENTS_CREDENTIALS_KEY", ""),
+            ("WALLET_GOOGLE_PRIVATE_KEY", ""),
+            ("WALLET_APPLE_PRIVATE_KEY", " "),
         ];
         let c = Config::load(None, env).unwrap();
         for setting in SecretSetting::ALL {

@@ -43,6 +43,7 @@ pub fn prefixes(service: Service) -> &'static [&'static str] {
             "/api/v1/events",
             "/api/v1/registrations",
             "/api/v1/payments",
+            "/api/v1/wallet",
         ],
         Service::Notifications => &["/api/v1/notifications"],
         Service::Media => &["/api/v1/media"],

@@ -66,6 +66,8 @@ pub struct Parts {
     pub life_line: storage::liveness::LifeLine,
     /// The payment providers and what is done with them.
     pub payments: payments::Payments,
+    /// The wallet passes this installation issues (each only with its signing keys).
+    pub wallets: Arc<messenger::tickets::Wallets>,
 }
 
 /// The notification service's parts.

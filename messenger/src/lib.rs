@@ -11,6 +11,7 @@ pub mod offer_mail;
 pub mod sender;
 pub mod telegram;
 pub mod ticket;
+pub mod tickets;
 
 pub use sender::{SendCounters, SendQueue, SenderArgs};
 pub use telegram::Telegram;

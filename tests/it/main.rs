@@ -35,5 +35,6 @@ mod revocation;
 mod scenario;
 mod support;
 mod tenancy;
+mod ticket_files;
 mod ticketing;
 mod web;

@@ -122,6 +122,15 @@ refusals! {
         CopyPastCalendar => (BusinessRule,
             "Даты копии вышли бы за 9999 год",
             "The copy's dates would fall after the year 9999"),
+        /// A ticket's PDF or wallet pass asked for a registration that is not confirmed (a
+        /// reservation still to pay, a cancelled or a used ticket).
+        TicketNotConfirmed => (Conflict,
+            "Билет доступен только для подтверждённой регистрации",
+            "The ticket is available for a confirmed registration only"),
+        /// A wallet pass of a kind the installation has no signing keys for.
+        WalletNotConfigured => (NotFound,
+            "Карты для этого кошелька не выпускаются: ключи подписи не настроены",
+            "Passes for this wallet are not issued: no signing keys are configured"),
     }
 }
 

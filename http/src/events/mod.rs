@@ -13,8 +13,10 @@ pub mod registrations;
 pub mod registrations_export;
 pub mod revenue;
 pub mod test_payments;
+pub mod ticket_pdf;
 pub mod ticket_types;
 pub mod waitlist;
+pub mod wallet;
 
 use crate::context::Caller;
 use crate::error::ApiError;
@@ -73,6 +75,19 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/registrations/{id}/check-in",
             post(registrations::check_in),
         )
+        .route(
+            "/api/v1/registrations/{id}/ticket.pdf",
+            get(ticket_pdf::pdf),
+        )
+        .route(
+            "/api/v1/registrations/{id}/wallet/google",
+            get(wallet::google),
+        )
+        .route(
+            "/api/v1/registrations/{id}/wallet/apple",
+            get(wallet::apple),
+        )
+        .route("/api/v1/wallet", get(wallet::availability))
         .route(
             "/api/v1/registrations/{id}/mark-paid",
             post(payments::mark_paid),
@@ -133,6 +148,7 @@ pub fn self_idempotent_routes() -> Router<AppState> {
         ticket_types::list, ticket_types::create, ticket_types::update, ticket_types::delete,
         registrations::create, registrations::list, registrations::mine, registrations::get, registrations::cancel,
         registrations::check_in, registrations::check_in_by_code, registrations_export::export, door::view,
+        ticket_pdf::pdf, wallet::availability, wallet::google, wallet::apple,
         waitlist::mine, waitlist::join, waitlist::leave,
         payments::webhook, payments::mark_paid,
         checkout::check_out, checkout::latest, checkout::of_registration, checkout::of_event, checkout::refund,

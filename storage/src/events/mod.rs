@@ -15,6 +15,7 @@ pub mod registrations_export;
 pub mod revenue;
 pub mod seats;
 pub mod ticket_types;
+pub mod tickets;
 pub mod waitlist;
 
 use crate::db::{DbError, Schema, Tx};
