@@ -3,6 +3,7 @@
 // prints as its last line of JSON): the catalogue finds the event by search, the event page
 // (first paint, JavaScript weight) registers, "my tickets" shows the QR code and the code.
 // Every page is screenshotted into ARTIFACTS and checked by axe-core.
+import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { open, signIn } from './harness.mjs';
 
@@ -51,6 +52,24 @@ await qr.waitFor();
 result.qrLabel = await qr.getAttribute('aria-label');
 result.tickets = await page.locator('canvas.qr').count();
 await audit('tickets');
+
+// The ticket's own page: "Download PDF" saves the ticket (the fetch carries the token), and
+// no wallet button is drawn where the installation has no wallet keys.
+const walletAsked = page.waitForResponse((r) => r.url().endsWith('/api/v1/wallet'));
+await page.getByRole('link', { name: 'Open the ticket' }).first().click();
+const pdfButton = page.getByRole('button', { name: 'Download PDF' });
+await pdfButton.waitFor();
+const [saved] = await Promise.all([page.waitForEvent('download'), pdfButton.click()]);
+const file = await saved.path();
+const head = readFileSync(file).subarray(0, 5).toString();
+if (!/^ticket-[A-Z0-9]{8}\.pdf$/.test(saved.suggestedFilename()) || head !== '%PDF-') {
+  throw new Error(`the ticket PDF: ${saved.suggestedFilename()}, ${JSON.stringify(head)}`);
+}
+result.ticketPdf = saved.suggestedFilename();
+await walletAsked;
+await page.waitForTimeout(200);
+if (await page.getByText(/Add to (Google|Apple) Wallet/).count()) throw new Error('a wallet button without wallet keys');
+await audit('ticket');
 
 for (const path of ['/signup', '/forgot-password', '/me/notifications']) {
   await page.goto(`${BASE}${path}`);

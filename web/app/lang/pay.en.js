@@ -20,4 +20,7 @@ export default {
   'refund.why.AMOUNT_MISMATCH': 'The payment did not match the ticket’s price, so it goes back.',
   'reason.REFUNDED_BY_ORGANIZER': 'the organizer refunded the ticket',
   'ticket.open': 'Open the ticket',
+  'ticket.pdf': 'Download PDF',
+  'ticket.google': 'Add to Google Wallet',
+  'ticket.apple': 'Add to Apple Wallet',
 };

@@ -20,4 +20,7 @@ export default {
   'refund.why.AMOUNT_MISMATCH': 'Сумма оплаты не совпала с ценой билета, поэтому она возвращается.',
   'reason.REFUNDED_BY_ORGANIZER': 'организатор вернул деньги за билет',
   'ticket.open': 'Открыть билет',
+  'ticket.pdf': 'Скачать PDF',
+  'ticket.google': 'Добавить в Google Wallet',
+  'ticket.apple': 'Добавить в Apple Wallet',
 };

@@ -7,6 +7,7 @@
 //   GET  /api/v1/events/{id}, /events/{id}/ticket-types   title, date, type name
 //   GET  /api/v1/registrations/{id}/refunds    a cancelled or lapsed paid ticket's money
 //   POST /api/v1/registrations/{id}/checkout   Pay (pay.js), a new attempt after a decline
+//   GET  /api/v1/registrations/{id}/ticket.pdf, /wallet, …/wallet/{kind}   a confirmed ticket's files (ticket-files.js)
 import { api } from '../api.js';
 import { calendarLinks } from '../calendar.js';
 import { fill, h, setTitle } from '../dom.js';
@@ -15,6 +16,7 @@ import { awaitsPayment, cameBack, payBlock, ready } from '../pay.js';
 import { mayHaveRefunds, refundNote } from '../refunds.js';
 import { t } from '../staff/texts.js';
 import { eventOf, ticketDetails } from '../ticket-card.js';
+import { ticketFiles } from '../ticket-files.js';
 
 const POLL_MS = 2000;
 const POLL_FOR_MS = 60_000;
@@ -62,6 +64,7 @@ export default async function ticketPage({ root, params, signal }) {
     const hadFocus = card.contains(document.activeElement);
     fill(card,
       ticketDetails(reg, event, names.get(reg.ticketTypeId)),
+      reg.status === 'CONFIRMED' && ticketFiles(reg, signal),
       event && ['CONFIRMED', 'RESERVED', 'PENDING'].includes(reg.status) && calendarLinks(event, reg.confirmationCode),
       awaitsPayment(reg) && payBlock(reg),
       mayHaveRefunds(reg) && refundNote(reg, signal));

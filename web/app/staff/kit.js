@@ -1,10 +1,10 @@
 // What the organizer, administrator and door pages share: the organization of the token,
 // the organization's events, paging buttons, times on an event's clock, money in minor
 // units, uploads and downloads that are not JSON, and the events' life-cycle buttons.
-import { ApiError, api } from '../api.js';
+import { api } from '../api.js';
 import { announce, h } from '../dom.js';
+import { download, fetchRaw } from '../download.js';
 import { clearErrors, field, showErrors } from '../forms.js';
-import { lang } from '../i18n.js';
 import * as session from '../session.js';
 import { t } from './texts.js';
 
@@ -231,54 +231,14 @@ export function toMinor(text, currency) {
 export const fromMinor = (cents, currency) => (cents / 10 ** digits(currency)).toFixed(digits(currency));
 
 // ---- Requests that are not JSON -------------------------------------------
-
-// fetch with the bearer token and the language; a 401 gets one refresh (api.js refreshes on
-// a 401 of its own, so a cheap read of /users/me does it) and one retry.
-async function raw(method, path, { body, headers = {}, signal } = {}, retried = false) {
-  const token = session.accessToken();
-  const sent = { Accept: '*/*', 'Accept-Language': lang(), ...headers };
-  if (token) sent.Authorization = `Bearer ${token}`;
-  let res;
-  try {
-    res = await fetch(`/api/v1${path}`, { method, body, headers: sent, signal });
-  } catch (e) {
-    if (e.name === 'AbortError') throw e;
-    throw new ApiError(0, { code: 'network', message: t('error.network') });
-  }
-  if (res.status === 401 && token && !retried) {
-    await api.get('/users/me').catch(() => {});
-    if (session.accessToken() && session.accessToken() !== token) return raw(method, path, { body, headers, signal }, true);
-  }
-  if (!res.ok) {
-    const json = await res.json().catch(() => null);
-    const retry = Number(res.headers.get('Retry-After'));
-    throw new ApiError(res.status, json, Number.isFinite(retry) && retry > 0 ? retry : null);
-  }
-  return res;
-}
+// The bearer-token fetch and file saving are download.js's, shared with the ticket page.
 
 // POST /media/upload (multipart field `file`) → the MediaFileDto.
 export async function upload(file, signal) {
   const body = new FormData();
   body.append('file', file, file.name);
-  return (await raw('POST', '/media/upload', { body, signal, headers: { Accept: 'application/json' } })).json();
+  return (await fetchRaw('POST', '/media/upload', { body, signal, headers: { Accept: 'application/json' } })).json();
 }
 
-// A file the API answers (exports): to a POST with JSON `body`, or to a GET when `body` is
-// null; read as a Blob and saved through a temporary link, since a plain link could not carry
-// the bearer token.
-export async function download(path, body, fallbackName) {
-  const res = body == null
-    ? await raw('GET', path)
-    : await raw('POST', path, {
-      body: JSON.stringify(body),
-      headers: { 'Content-Type': 'application/json' },
-    });
-  const named = /filename="?([^";]+)"?/i.exec(res.headers.get('Content-Disposition') || '');
-  const url = URL.createObjectURL(await res.blob());
-  const a = h('a', { href: url, download: named ? named[1] : fallbackName, hidden: true });
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
-}
+// A file the API answers (exports), saved through a temporary link.
+export { download };
