@@ -71,6 +71,9 @@ const figures = page.locator('.door-figures');
 await figures.getByText('0 of 1 in', { exact: true }).waitFor();
 result.typesBefore = await page.locator('.door-types').innerText();
 result.barcodeDetector = await page.evaluate(() => 'BarcodeDetector' in window);
+// The decoder comes once the page is drawn online, before any Start: a camera started later
+// without a network still has it.
+await page.waitForFunction(() => typeof self.jsQR === 'function');
 result.decoderLoadsBeforeStart = decoderLoads;
 await audit('door-camera');
 

@@ -61,6 +61,12 @@ await page.getByText(/Payment received/).waitFor();
 result.received = true;
 result.payButtonsAfter = await page.getByRole('button', { name: 'Pay', exact: true }).count();
 await audit('ticket-paid');
+// The pictures of web/README.md: the ticket with its QR code, the window only, on a phone and
+// on a computer.
+await page.setViewportSize({ width: 390, height: 844 });
+await page.screenshot({ path: `${process.env.ARTIFACTS}/screen-ticket-390.png` });
+await page.setViewportSize({ width: 1280, height: 860 });
+await page.screenshot({ path: `${process.env.ARTIFACTS}/screen-ticket-1280.png` });
 
 // Into the calendar: the .ics file the ticket's page makes, and the Google Calendar link.
 const [download] = await Promise.all([

@@ -21,11 +21,18 @@ impl Shift {
             .filter(|t| t.timestamp() < LATEST_SECONDS)
     }
 
-    /// An optional time moved with the start: Err(()) when it cannot be moved.
-    pub fn apply_opt(self, time: Option<DateTime<Utc>>) -> Result<Option<DateTime<Utc>>, ()> {
-        time.map(|t| self.apply(t).ok_or(())).transpose()
+    /// An optional time moved with the start.
+    pub fn apply_opt(
+        self,
+        time: Option<DateTime<Utc>>,
+    ) -> Result<Option<DateTime<Utc>>, PastCalendar> {
+        time.map(|t| self.apply(t).ok_or(PastCalendar)).transpose()
     }
 }
+
+/// A time moved past the year 9999.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PastCalendar;
 
 /// 10000-01-01T00:00:00Z: the API writes years with four digits.
 const LATEST_SECONDS: i64 = 253_402_300_800;
@@ -73,7 +80,10 @@ mod tests {
             far.apply(at("2001-06-01T00:00:00Z")),
             Some(at("9999-06-01T00:00:00Z"))
         );
-        assert_eq!(far.apply_opt(Some(at("2003-01-01T00:00:00Z"))), Err(()));
+        assert_eq!(
+            far.apply_opt(Some(at("2003-01-01T00:00:00Z"))),
+            Err(PastCalendar)
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 // "/door/{eventId}": checking people in at the entrance, on a phone, with or without a
 // network. The code is typed, found by name, or read from the ticket's QR code (which holds
 // the confirmation code itself, see tickets.js) by the camera: the browser's own
-// BarcodeDetector where it has one, jsQR elsewhere (staff/scanner.js, loaded on Start). The
-// outcome is shown very large (colour, word and sign) and announced; the last 10 outcomes stay
+// BarcodeDetector where it has one, jsQR elsewhere (staff/scanner.js, fetched once the page
+// is drawn, so the camera reads codes offline too). The outcome is shown very large (colour, word and sign) and announced; the last 10 outcomes stay
 // on this device. The page has its own compact bar (the site's header is hidden here) with the
 // figures ("12 of 450 in") and whether it is online.
 // Offline (staff/door-offline.js): the event's valid tickets are kept on the phone and
@@ -22,7 +22,7 @@ import { lang } from '../i18n.js';
 import { navigate, signInHere } from '../nav.js';
 import * as session from '../session.js';
 import { decide, findByName, keepList, keepQueue, loadList, loadQueue, saveList, sync } from '../staff/door-offline.js';
-import { qrReader } from '../staff/scanner.js';
+import { qrReader, warm } from '../staff/scanner.js';
 import { t, tn } from '../staff/texts.js';
 
 const KEEP = 10;
@@ -443,6 +443,9 @@ export default async function door({ root, params, signal }) {
   drawCamera();
   await refreshDoor();
   trySync();
+  // The decoder comes now, while there is a network, after what the door needs first: a
+  // camera started later in a basement without signal still reads codes.
+  if (navigator.mediaDevices?.getUserMedia) (window.requestIdleCallback || setTimeout)(() => warm());
   // The input is what the door uses most: it has the focus from the start.
   setTimeout(() => input.focus(), 0);
   return () => {

@@ -3,8 +3,9 @@
 // null. Where the browser has its own BarcodeDetector and it knows QR codes (Chrome on
 // Android, macOS and ChromeOS), that is used: native, fast, nothing downloaded. Elsewhere
 // (Safari on iOS, Firefox, Chrome on Windows and Linux) the frame is decoded by jsQR
-// (vendor/jsQR.js, 257 KB, 57 KB gzipped), imported only here and only when the camera is
-// started, so no other page, and no door visit that only types codes, downloads it.
+// (vendor/jsQR.js, 257 KB, 57 KB gzipped), imported only here: by the door page once it is
+// drawn online (`warm()`), so the camera still reads codes after the network goes — a door in
+// a basement loses it — and no other page downloads it.
 // The caller paces the reads (a few a second, one at a time): decoding runs on the main thread.
 
 // jsQR's time grows with the pixels; a ticket held up to the phone still spans a third of a
@@ -61,4 +62,9 @@ async function jsqrReader() {
 /** @returns {Promise<(video: HTMLVideoElement) => Promise<string|null>|string|null>} */
 export async function qrReader() {
   return (await nativeReader().catch(() => null)) || jsqrReader();
+}
+
+/** Loads what `qrReader()` will need while the network is there; failures wait for Start. */
+export async function warm() {
+  if (!(await nativeReader().catch(() => null))) await loadJsQR().catch(() => {});
 }
