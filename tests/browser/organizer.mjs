@@ -129,6 +129,12 @@ const p = participant.page;
 await p.goto(`${BASE}/`);
 await p.getByLabel('Title or description').fill(TITLE);
 await p.getByLabel('Title or description').press('Enter');
+// Its card shows the cover (MEDIUM, through the redirection to the stored file).
+await p.waitForFunction(() => {
+  const img = document.querySelector('.cards .card img.cover');
+  return img && !img.hidden && img.complete && img.naturalWidth > 0;
+});
+result.cardCoverWidth = await p.locator('.cards .card img.cover').first().evaluate((img) => img.naturalWidth);
 await p.getByRole('link', { name: TITLE }).click();
 await p.waitForURL(`${BASE}/e/${SLUG}`);
 await p.getByRole('heading', { name: TITLE }).waitFor();

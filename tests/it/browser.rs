@@ -464,6 +464,12 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
         result["visitorCoverWidth"].as_u64().unwrap() > 0,
         "a visitor sees the cover: {result}"
     );
+    // MEDIUM fits 600 px (LARGE and the original are wider): a card's picture, not the poster.
+    let card = result["cardCoverWidth"].as_u64().unwrap();
+    assert!(
+        card > 0 && card <= 600,
+        "the catalogue card shows the MEDIUM cover: {result}"
+    );
     assert_eq!(result["door"], "ACCEPTED");
     assert_eq!(result["dashboard"]["registrations"], "1", "{result}");
     assert_eq!(result["dashboard"]["checkedIn"], "1", "{result}");

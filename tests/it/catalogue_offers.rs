@@ -106,7 +106,7 @@ async fn a_card_shows_the_lowest_price_and_seats_going_from_plenty_to_few_to_non
         "the cheapest type still has a seat"
     );
 
-    // The balcony goes off sale and the last floor seat is taken: sold out.
+    // The last floor seat is taken: the card's price is the balcony's, the one left to buy.
     let person = ctx.user().await;
     let r = crate::support::send(
         ctx.http
@@ -117,6 +117,13 @@ async fn a_card_shows_the_lowest_price_and_seats_going_from_plenty_to_few_to_non
     )
     .await;
     assert!(r.status == 201 || r.status == 200, "{}", r.body);
+    let card = listed(&ctx, &gig).await;
+    assert_eq!(
+        card["offer"],
+        json!({"lowestPriceCents": 90000, "currency": "RUB", "seatsLeft": 4, "availability": "FEW_LEFT"})
+    );
+
+    // The balcony goes off sale: sold out, and the price is the lowest of what was on offer.
     let types = ctx
         .get(
             &format!("/api/v1/events/{gig}/ticket-types?size=100"),

@@ -214,7 +214,7 @@ async fn a_copy_is_a_draft_with_the_types_on_offer_moved_with_its_start() {
     assert_eq!(r.status, 422, "{}", r.body);
     assert_eq!(
         r.body["message"],
-        "The copy's dates would fall after the year 9999"
+        "The copy's dates would fall outside the years 1 to 9999"
     );
     assert_eq!(count().await, before, "no refused copy was stored");
 }

@@ -1,18 +1,16 @@
-// An event's cover in a variant, else the original; hidden until its address comes.
-import { api } from './api.js';
+// An event's cover: /media/{id}/image redirects to the file (a variant, else the original);
+// one that does not load is hidden rather than drawn broken.
 import { h } from './dom.js';
 
-const usable = (u) => /^https?:\/\//i.test(u || '') || (u || '').startsWith('/');
-
 export function cover(event, variant, attrs = {}) {
-  const img = h('img', { class: 'cover', alt: '', hidden: true, ...attrs });
+  const img = h('img', { class: 'cover', alt: '', hidden: !event.coverImageId, ...attrs });
   if (event.coverImageId) {
-    const url = (v) => api.get(`/media/${event.coverImageId}/url${v}`);
-    url(`?variant=${variant}`).catch(() => url(''))
-      .then(({ url: src }) => {
-        if (usable(src)) { img.src = src; img.hidden = false; }
-      })
-      .catch(() => {});
+    const at = `/api/v1/media/${event.coverImageId}/image`;
+    img.onerror = () => {
+      if (img.src.includes('?variant=')) img.src = at;
+      else img.hidden = true;
+    };
+    img.src = `${at}?variant=${variant}`;
   }
   return img;
 }

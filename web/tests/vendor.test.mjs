@@ -46,7 +46,7 @@ test('the event page and the door page never load the decoder statically', () =>
   for (const file of graph(['main.js', 'pages/event.js'])) {
     assert.ok(!file.startsWith('vendor/') && file !== 'staff/scanner.js', file);
   }
-  // The door page carries the small scanner module; jsQR comes only when the camera starts.
+  // The door page carries the small scanner module; jsQR comes by import() once it is drawn.
   const door = graph(['pages/door.js']);
   assert.ok(door.includes('staff/scanner.js'));
   assert.ok(!door.some((f) => f.startsWith('vendor/')), door.join());

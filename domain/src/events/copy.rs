@@ -14,11 +14,12 @@ impl Shift {
         Shift(copy_start.map_or(TimeDelta::zero(), |start| start - source_start))
     }
 
-    /// `time` moved with the start; None when it would leave the calendar chrono and
-    /// PostgreSQL share (a copy into the year 200,000 is a mistake, not a plan).
+    /// `time` moved with the start; None when it would leave the years the API writes
+    /// (0001 to 9999, four digits): a copy into the year 200,000 or before Christ is a
+    /// mistake, not a plan.
     pub fn apply(self, time: DateTime<Utc>) -> Option<DateTime<Utc>> {
         time.checked_add_signed(self.0)
-            .filter(|t| t.timestamp() < LATEST_SECONDS)
+            .filter(|t| (EARLIEST_SECONDS..LATEST_SECONDS).contains(&t.timestamp()))
     }
 
     /// An optional time moved with the start.
@@ -36,14 +37,12 @@ pub struct PastCalendar;
 
 /// 10000-01-01T00:00:00Z: the API writes years with four digits.
 const LATEST_SECONDS: i64 = 253_402_300_800;
+/// 0001-01-01T00:00:00Z.
+const EARLIEST_SECONDS: i64 = -62_135_596_800;
 
-/// A copy's title: the one asked for, or the source's.
+/// A copy's title: the one asked for (trimmed; the API refuses a blank one), or the source's.
 pub fn title(source: &str, asked: Option<&str>) -> String {
-    asked
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .unwrap_or(source)
-        .to_string()
+    asked.map_or(source, str::trim).to_string()
 }
 
 #[cfg(test)]
@@ -84,12 +83,17 @@ mod tests {
             far.apply_opt(Some(at("2003-01-01T00:00:00Z"))),
             Err(PastCalendar)
         );
+        let back = Shift::between(at("9999-01-01T00:00:00Z"), Some(at("2000-01-01T00:00:00Z")));
+        assert_eq!(
+            back.apply(at("9000-01-01T00:00:00Z")),
+            None,
+            "before the year 1"
+        );
     }
 
     #[test]
-    fn the_title_is_the_asked_one_when_it_has_text() {
+    fn the_title_is_the_asked_one_trimmed_or_the_sources() {
         assert_eq!(title("Jazz night", None), "Jazz night");
-        assert_eq!(title("Jazz night", Some("  ")), "Jazz night");
         assert_eq!(
             title("Jazz night", Some(" Jazz night II ")),
             "Jazz night II"

@@ -118,10 +118,10 @@ refusals! {
         RefundNotFailed => (BusinessRule,
             "Повторить можно только неудавшийся возврат",
             "Only a failed refund can be retried"),
-        /// A copy moved so far that its end or a sales window would fall after the year 9999.
+        /// A copy moved so far that its end or a sales window would leave the years 1 to 9999.
         CopyPastCalendar => (BusinessRule,
-            "Даты копии вышли бы за 9999 год",
-            "The copy's dates would fall after the year 9999"),
+            "Даты копии вышли бы за пределы 1–9999 годов",
+            "The copy's dates would fall outside the years 1 to 9999"),
         /// A ticket's PDF or wallet pass asked for a registration that is not confirmed (a
         /// reservation still to pay, a cancelled or a used ticket).
         TicketNotConfirmed => (Conflict,

@@ -207,10 +207,22 @@ pub async fn image(
     let mut response = StatusCode::FOUND.into_response();
     response.headers_mut().insert(header::LOCATION, location);
     // The link behind it expires in an hour; a copy of the redirection may outlive a few
-    // minutes of it, not more.
-    response.headers_mut().insert(
+    // minutes of it, not more. Only what anyone may see (an attached file, asked without a
+    // token) may be kept by a shared cache: a signed-in caller's answer can reach files of
+    // their organization that are nobody else's.
+    let keep = if caller.user.is_none() {
+        "public, max-age=300"
+    } else {
+        "private, no-store"
+    };
+    let headers = response.headers_mut();
+    headers.insert(
         header::CACHE_CONTROL,
-        header::HeaderValue::from_static("public, max-age=300"),
+        header::HeaderValue::from_static(keep),
+    );
+    headers.insert(
+        header::VARY,
+        header::HeaderValue::from_static("Authorization"),
     );
     Ok(response)
 }

@@ -220,16 +220,17 @@ fn asset(rest: &str, request: &HeaderMap, secure: bool) -> Response {
 /// An event page: the shell with the event's link preview when there is one to show.
 async fn event_page(
     state: &crate::state::AppState,
-    slug: &str,
+    slug: Option<String>,
     request: &HeaderMap,
     secure: bool,
 ) -> Response {
-    let Some(plain) = bundle().get("index.html") else {
-        return crate::error::ApiError::not_found().into_response();
+    let page = match (slug, bundle().get("index.html")) {
+        (Some(slug), Some(plain)) => preview::page(state, &plain.body, &slug).await,
+        _ => None,
     };
-    match preview::page(state, &plain.body, slug).await {
+    match page {
         Some(page) => send(&page, request, StatusCode::OK, Keep::Revalidate, secure),
-        None => send(plain, request, StatusCode::OK, Keep::Revalidate, secure),
+        None => shell(request, StatusCode::OK, secure),
     }
 }
 
@@ -271,8 +272,10 @@ pub fn routes<S: Clone + Send + Sync + 'static>(
         .route(
             "/e/{*slug}",
             get(
-                move |Path(slug): Path<String>, request: HeaderMap| async move {
-                    event_page(&state, &slug, &request, secure).await
+                // An address whose slug does not decode is still the front's page.
+                move |slug: Result<Path<String>, axum::extract::rejection::PathRejection>,
+                      request: HeaderMap| async move {
+                    event_page(&state, slug.ok().map(|Path(s)| s), &request, secure).await
                 },
             ),
         )

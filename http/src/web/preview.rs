@@ -2,8 +2,11 @@
 //! is fetched by the messenger's robot, which runs no JavaScript, so the gateway writes the
 //! event's title, time, place and cover into the shell's `<head>` as Open Graph and Twitter
 //! tags. The event is read as a visitor without an account would see it (drafts and private
-//! events get the plain shell), in this process or from the events service, and each page is
-//! kept a minute: a link shared in a busy chat is fetched by every client at once.
+//! events get the plain shell), in this process or from the events service, within half a
+//! second (a page is better plain than late). A preview is kept ten seconds, since a link
+//! shared in a busy chat is fetched by many clients within moments; an event changed,
+//! unpublished or made private stops being previewed as it was soon after, and only previews
+//! are kept, so a draft published a moment ago is previewed at once.
 
 use super::files::{Prepared, prepare};
 use crate::error::ApiError;
@@ -19,11 +22,11 @@ use std::time::{Duration, Instant};
 use storage::db::Scope;
 use storage::events::catalog;
 
-/// How long a page is kept: a changed title shows in new previews within a minute.
-const KEEP: Duration = Duration::from_secs(60);
+/// How long a preview is kept.
+const KEEP: Duration = Duration::from_secs(10);
 /// Pages kept at most; past it the oldest half goes (slugs asked for are few at a time).
 const CAPACITY: usize = 1024;
-/// The events service gets this long; a page is better served plain than late.
+/// The event's read gets this long, in this process or from the events service.
 const TIMEOUT: Duration = Duration::from_millis(500);
 /// Characters of the description a preview shows.
 const EXCERPT: usize = 200;
@@ -56,7 +59,7 @@ async fn preview_of(state: &AppState, slug: &str) -> Result<PreviewDto, ApiError
     })
 }
 
-type Kept = HashMap<String, (Instant, Option<Arc<Prepared>>)>;
+type Kept = HashMap<String, (Instant, Arc<Prepared>)>;
 
 fn kept() -> &'static Mutex<Kept> {
     static KEPT: OnceLock<Mutex<Kept>> = OnceLock::new();
@@ -74,21 +77,15 @@ pub async fn page(state: &AppState, shell: &Bytes, slug: &str) -> Option<Arc<Pre
         && let Some((at, page)) = kept.get(slug)
         && now.duration_since(*at) < KEEP
     {
-        return page.clone();
+        return Some(page.clone());
     }
-    let Some(preview) = ask(state, slug).await else {
-        // Not kept: the next visitor asks again (the service may be back).
-        return None;
-    };
-    let page = preview.and_then(|p| {
-        let html = render(
-            std::str::from_utf8(shell).ok()?,
-            &p,
-            &state.config.http.public_url,
-            slug,
-        )?;
-        Some(Arc::new(prepare("index.html", html.into_bytes())))
-    });
+    // Nothing to preview, or no answer in time: the plain shell, asked again next time.
+    let preview = tokio::time::timeout(TIMEOUT, ask(state, slug))
+        .await
+        .ok()??;
+    let shell = std::str::from_utf8(shell).ok()?;
+    let html = render(shell, &preview, &state.config.http.public_url, slug)?;
+    let page = Arc::new(prepare("index.html", html.into_bytes()));
     if let Ok(mut kept) = kept().lock() {
         if kept.len() >= CAPACITY {
             let mut ages: Vec<Instant> = kept.values().map(|(at, _)| *at).collect();
@@ -98,17 +95,13 @@ pub async fn page(state: &AppState, shell: &Bytes, slug: &str) -> Option<Arc<Pre
         }
         kept.insert(slug.to_string(), (now, page.clone()));
     }
-    page
+    Some(page)
 }
 
-/// The preview (Some(None): no such public event), or None when it could not be learnt.
-async fn ask(state: &AppState, slug: &str) -> Option<Option<PreviewDto>> {
+/// The preview, or None when there is no public event at `slug` or it could not be learnt.
+async fn ask(state: &AppState, slug: &str) -> Option<PreviewDto> {
     if state.config.runs(Service::Events) {
-        return match preview_of(state, slug).await {
-            Ok(found) => Some(Some(found)),
-            Err(e) if e.status() == axum::http::StatusCode::NOT_FOUND => Some(None),
-            Err(_) => None,
-        };
+        return preview_of(state, slug).await.ok();
     }
     // The public read a visitor without an account makes (signed as the gateway, with no
     // user): internal routes take no gateway's call, and this one needs none.
@@ -117,6 +110,7 @@ async fn ask(state: &AppState, slug: &str) -> Option<Option<PreviewDto>> {
         .await
         .inspect_err(|e| tracing::debug!(error = %e, "no link preview for an event page"))
         .ok()
+        .flatten()
 }
 
 /// Text made safe inside a double-quoted attribute or an element.

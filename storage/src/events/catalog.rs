@@ -89,7 +89,8 @@ pub struct Event {
 /// The ticket types an event has on offer (active, sales not ended), summed up for a card.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Offer {
-    /// The lowest price, in its currency's smallest unit.
+    /// The lowest price of a type with seats left (of any type once all are gone), in its
+    /// currency's smallest unit.
     pub lowest_price_cents: i64,
     /// The lowest price's currency.
     pub currency: String,
@@ -409,7 +410,9 @@ pub async fn list(
 }
 
 /// The offers of `events` by event: only types the transaction may see (others' drafts are
-/// hidden by the visibility rules before this reads anything).
+/// hidden by the visibility rules before this reads anything). The lowest price is that of a
+/// type with seats left, while one has them: a sold-out cheap type would promise a price
+/// nobody can pay.
 async fn offers(
     tx: &crate::Tx,
     events: &[Event],
@@ -418,8 +421,8 @@ async fn offers(
     let ids: Vec<Uuid> = events.iter().map(|e| e.id).collect();
     let rows = tx
         .query(
-            "SELECT event_id, (array_agg(price_cents ORDER BY price_cents, sort_order))[1],
-                    (array_agg(currency ORDER BY price_cents, sort_order))[1],
+            "SELECT event_id, (array_agg(price_cents ORDER BY quantity <= sold_count + reserved_count, price_cents, sort_order))[1],
+                    (array_agg(currency ORDER BY quantity <= sold_count + reserved_count, price_cents, sort_order))[1],
                     sum(greatest(quantity - sold_count - reserved_count, 0))::int8, sum(quantity)::int8
                FROM event_service.ticket_types
               WHERE event_id = ANY($1) AND is_active AND (sales_end IS NULL OR sales_end > $2)

@@ -36,7 +36,7 @@ pub async fn held(db: &Database, user: UserId, id: Uuid) -> Result<HeldTicket> {
                  FROM event_service.registrations r
                  JOIN event_service.events e ON e.id = r.event_id
                  JOIN event_service.ticket_types t ON t.id = r.ticket_type_id
-                 WHERE r.id = $1 AND r.user_id = $2"
+                 WHERE r.id = $1 AND r.user_id = $2 AND e.deleted_at IS NULL"
             ),
             &[&id, &user.as_uuid()],
         )

@@ -67,7 +67,7 @@ function offer(event) {
 function item(event) {
   const place = event.locationAddress || (event.locationType ? t(`place.${event.locationType}`) : '');
   return h('li', { class: 'card' },
-    cover(event, 'SMALL', { loading: 'lazy', width: 320, height: 180 }),
+    cover(event, 'MEDIUM', { loading: 'lazy', width: 320, height: 180 }),
     h('h2', {}, h('a', { href: `/e/${encodeURIComponent(event.slug)}` }, event.title)),
     event.status !== 'PUBLISHED' && badge(event.status),
     h('p', { class: 'meta' }, h('time', { datetime: event.startsAt }, when(event.startsAt, event.endsAt, event.timezone))),

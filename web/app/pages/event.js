@@ -3,7 +3,7 @@
 //   GET  /api/v1/events/{id}/ticket-types         every 10 s while the page is visible
 //   POST /api/v1/events/{id}/registrations        X-Idempotency-Key, one per click intent
 //   GET|POST|DELETE /api/v1/events/{id}/waitlist  the caller's entries; when a type is sold out
-//   GET  /api/v1/media/{coverImageId}/url         the cover (public for attached files)
+//   GET  /api/v1/media/{coverImageId}/image       the cover (public for attached files)
 //   POST /api/v1/analytics/track                  page.view and registration.started
 //   POST /api/v1/registrations/{id}/checkout      Pay, for a reservation to pay (pay.js)
 import { api, isRetryable, postIdempotent } from '../api.js';
