@@ -154,6 +154,12 @@ impl FromStr for RegistrationStatus {
     }
 }
 
+/// Whether a registration has a ticket to print or carry in a wallet: a confirmed one only (a
+/// reservation still to pay has no ticket yet; a used, cancelled or lapsed one none any more).
+pub fn has_ticket_file(status: RegistrationStatus) -> bool {
+    status == RegistrationStatus::Confirmed
+}
+
 /// Confirmation code alphabet: upper-case letters and digits without look-alikes (0/O, 1/I).
 pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
@@ -195,6 +201,15 @@ impl CheckInMethod {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_confirmed_registration_has_a_ticket_file() {
+        use RegistrationStatus::*;
+        for status in [Reserved, Pending, Cancelled, CheckedIn, Expired] {
+            assert!(!has_ticket_file(status), "{status:?}");
+        }
+        assert!(has_ticket_file(Confirmed));
+    }
     use crate::error::ErrorCode;
     use RegistrationStatus::*;
 

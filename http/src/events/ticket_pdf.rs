@@ -12,7 +12,6 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use domain::error::Refusal;
 use domain::events::refusals::EventRefusal;
-use domain::events::registrations::RegistrationStatus;
 use messenger::tickets::{self, pdf};
 use storage::events::tickets::HeldTicket;
 use uuid::Uuid;
@@ -41,7 +40,7 @@ pub(crate) async fn confirmed(
     let user = caller.require_user()?;
     let ticket = storage::events::tickets::held(&state.db, user, id).await?;
     let status = ticket.registration.status;
-    if status != RegistrationStatus::Confirmed {
+    if !domain::events::registrations::has_ticket_file(status) {
         return Err(
             ApiError::from(Refusal::from(EventRefusal::TicketNotConfirmed))
                 .with_details(serde_json::json!({"status": status})),

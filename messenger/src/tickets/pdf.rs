@@ -138,8 +138,12 @@ impl FaceUse {
     fn encode(&mut self, text: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(text.len() * 2);
         for c in text.chars() {
-            let new = self.glyphs.remap(self.glyph(c));
-            self.text.entry(new).or_insert(c);
+            let glyph = self.glyph(c);
+            let new = self.glyphs.remap(glyph);
+            // Every letter the face lacks is drawn as glyph 0 (.notdef), which stands for none
+            // of them: copied text says "unknown" rather than the first such letter.
+            let stands_for = if glyph == 0 { '\u{FFFD}' } else { c };
+            self.text.entry(new).or_insert(stands_for);
             out.extend_from_slice(&new.to_be_bytes());
         }
         out
