@@ -1,13 +1,14 @@
 // A participant's way through the web front in Debian's chromium, driven by
 // tests/it/browser.rs (which prepares the event and the account and reads the figures this
-// prints as its last line of JSON): the catalogue finds the event by search, the event page
-// (first paint, JavaScript weight) registers, "my tickets" shows the QR code and the code.
-// Every page is screenshotted into ARTIFACTS and checked by axe-core.
+// prints as its last line of JSON): the catalogue finds the event by search and its cards say
+// what each event offers (free; from a price with few seats left; sold out) on a computer and
+// a phone, the event page (first paint, JavaScript weight) registers, "my tickets" shows the
+// QR code and the code. Every page is screenshotted into ARTIFACTS and checked by axe-core.
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { open, signIn } from './harness.mjs';
 
-const { BASE, SLUG, TITLE, EMAIL, PASSWORD } = process.env;
+const { BASE, SLUG, TITLE, EMAIL, PASSWORD, SUFFIX, FEW_TITLE, SOLD_TITLE, ARTIFACTS } = process.env;
 const { browser, page, result, audit } = await open();
 
 // The catalogue: the event is found by searching its title.
@@ -16,6 +17,34 @@ await page.getByLabel('Title or description').fill(TITLE);
 await page.getByLabel('Title or description').press('Enter');
 await page.getByRole('link', { name: TITLE }).waitFor();
 await audit('catalogue');
+
+// The cards of the three events, found by the suffix their titles share: what each offers as
+// shown (price, badge), whether the badge is seen and inside the window at that width.
+result.cards = {};
+for (const [width, height] of [[1280, 860], [390, 844]]) {
+  await page.setViewportSize({ width, height });
+  await page.goto(`${BASE}/?q=${encodeURIComponent(SUFFIX)}`);
+  await page.getByRole('link', { name: SOLD_TITLE }).waitFor();
+  const shown = {};
+  for (const [key, title] of [['free', TITLE], ['few', FEW_TITLE], ['sold', SOLD_TITLE]]) {
+    const offer = page.locator('li.card').filter({ has: page.getByRole('link', { name: title }) }).locator('.offer');
+    const badge = offer.locator('.badge');
+    const has = await badge.count();
+    shown[key] = {
+      price: await offer.locator('.price').textContent(),
+      badge: has ? await badge.textContent() : null,
+      badgeSeen: has ? await badge.isVisible() : null,
+      badgeInside: has ? await badge.evaluate((b) => b.getBoundingClientRect().right <= innerWidth) : null,
+    };
+  }
+  shown.cards = await page.locator('li.card').count();
+  result.cards[width] = shown;
+  await audit(`catalogue-${width}`);
+  // The pictures of web/README.md: the window only, from the count above the cards.
+  await page.locator('.results .count').evaluate((c) => c.scrollIntoView());
+  await page.screenshot({ path: `${ARTIFACTS}/screen-catalogue-${width}.png` });
+}
+await page.setViewportSize({ width: 1280, height: 720 });
 
 // The event page by its slug, from a fresh load: first paint and the JavaScript it loads.
 const scripts = [];

@@ -1,11 +1,45 @@
 // A participant manages their own account in Debian's chromium, driven by tests/it/browser.rs
 // (which makes the account): signed in on a computer and on a phone, the phone opens its
-// folded menu and goes to the profile, renames the account, sees both sessions (its own marked)
-// and signs the computer out, whose next page sends it to sign in; then changes the password,
-// which signs the phone out too, and signs in with the new one. Along the way: an unknown
-// address shows the front's own 404 page, a reset link's token leaves the address bar, and a
-// return address that leaves the site goes home. Screenshots and axe on each page; JSON last.
-import { open, signIn } from './harness.mjs';
+// folded menu and goes to the profile, renames the account, picks a picture (a text file is
+// refused before any upload, a PNG previewed), saves it and finds it again after a reload, which
+// the computer sees too and removes (the test checks the account over the API at each of those
+// two hand-overs); sees both sessions (its own marked) and signs the computer out, whose next
+// page sends it to sign in; then changes the password, which signs the phone out too, and signs
+// in with the new one. Along the way: an unknown address shows the front's own 404 page, a
+// reset link's token leaves the address bar, and a return address that leaves the site goes
+// home. Screenshots and axe on each page; JSON last.
+import { crc32, deflateSync } from 'node:zlib';
+import { handOver, open, signIn } from './harness.mjs';
+
+// A 48×48 PNG with a gradient, made here so the test needs no file of its own: eight-bit RGB,
+// each row led by filter 0, the chunks' CRCs over type and data.
+function png(size = 48) {
+  const chunk = (type, data) => {
+    const out = Buffer.alloc(data.length + 12);
+    out.writeUInt32BE(data.length, 0);
+    out.write(type, 4, 'latin1');
+    data.copy(out, 8);
+    out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+    return out;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  const rows = Buffer.alloc(size * (1 + 3 * size));
+  for (let y = 0; y < size; y += 1) {
+    for (let x = 0; x < size; x += 1) rows.set([x * 5, y * 5, 160], y * (1 + 3 * size) + 1 + 3 * x);
+  }
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+// The picture of the profile page once it has loaded (a link that answered, not the preview).
+const pictureShown = (page) => page.waitForFunction(() => {
+  const img = document.querySelector('section[aria-labelledby="profile-avatar"] img');
+  return img && !img.hidden && !img.src.startsWith('blob:') && img.complete && img.naturalWidth > 0
+    ? img.naturalWidth : false;
+}).then((w) => w.jsonValue());
 
 const { BASE, EMAIL, PASSWORD, NEW_PASSWORD, GROUP_CODE } = process.env;
 const result = { violations: [], errors: [] };
@@ -35,6 +69,36 @@ await p.getByLabel('Last name').fill('Pavlova');
 await p.getByRole('button', { name: 'Save the name' }).click();
 await p.getByText('The name is saved.').first().waitFor();
 result.renamed = true;
+
+// ---- The picture: checked before upload, previewed, saved, there after a reload ----
+const picture = p.getByLabel('Choose a picture');
+await picture.setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not an image') });
+await p.locator('#avatar-file-error').waitFor();
+result.pictureRefused = { invalid: await picture.getAttribute('aria-invalid'), said: await p.locator('#avatar-file-error').textContent() };
+await picture.setInputFiles({ name: 'me.png', mimeType: 'image/png', buffer: png() });
+await p.getByText('The picture you chose, not saved yet.').waitFor();
+result.picturePreview = await p.locator('section[aria-labelledby="profile-avatar"] img')
+  .evaluate((img) => img.src.startsWith('blob:') && !img.hidden);
+await p.getByRole('button', { name: 'Save the picture' }).click();
+await p.getByText('The picture is saved.').first().waitFor();
+await p.reload();
+await p.getByText('Your picture.').waitFor();
+result.pictureAfterReload = await pictureShown(p);
+await phone.audit('profile-picture-390');
+await handOver('picture-saved');
+
+// The computer finds the same picture and removes it.
+const c0 = computer.page;
+await c0.goto(`${BASE}/me/profile`);
+result.pictureOnComputer = await pictureShown(c0);
+await computer.audit('profile-picture-1280');
+await c0.getByRole('button', { name: 'Remove the picture' }).click();
+await c0.getByText('The picture is removed.').first().waitFor();
+await c0.getByText('No picture yet.').waitFor();
+result.removeGone = await c0.getByRole('button', { name: 'Remove the picture' }).count();
+result.pictureHidden = await c0.locator('section[aria-labelledby="profile-avatar"] img').isHidden();
+await computer.audit('profile-picture-removed');
+await handOver('picture-removed');
 
 // A group's link: the code leaves the address, the phone joins, the page says which group.
 await p.goto(`${BASE}/me/join?code=${encodeURIComponent(GROUP_CODE)}`);
@@ -95,3 +159,5 @@ merge(computer.result);
 await phone.browser.close();
 await computer.browser.close();
 console.log(JSON.stringify(result));
+// The hand-overs read stdin, which would keep the script alive after its last line.
+process.stdin.destroy();

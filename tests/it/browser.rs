@@ -1,13 +1,14 @@
 //! The web front in a real browser (Debian's chromium driven by playwright-core, axe-core for
 //! accessibility; `scripts/provision/browser.sh` installs them): a participant finds an event
-//! by search, opens it by its slug, signs in, registers with a double click (once), and sees
-//! the QR code on "my tickets"; door staff on a phone check a ticket in by its typed code, and
+//! by search (its cards saying free, from a price with few seats left, or sold out), opens it
+//! by its slug, signs in, registers with a double click (once), and sees the QR code on "my
+//! tickets"; door staff on a phone check a ticket in by its typed code, and
 //! the same code again is refused; a participant declines a payment at the test provider, pays
 //! at the second attempt and finds the QR code on the ticket's page; payments that come after
 //! the hold ran out take a free seat or come back, and a cancelled event's refund shows on the
-//! ticket and on the organizer's pages; a participant manages their account (name, sessions,
-//! password) on a phone and a computer. Screenshots of each page go to
-//! target/browser-artifacts.
+//! ticket and on the organizer's pages; a participant manages their account (name, picture,
+//! sessions, password) on a phone and a computer; an organizer copies an event from the list.
+//! Screenshots of each page go to target/browser-artifacts.
 
 use crate::identity::{Ctx, PASSWORD};
 use serde_json::json;
@@ -130,6 +131,22 @@ async fn a_participant_finds_an_event_registers_once_and_sees_the_qr_code() {
     let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
     let title = format!("Night of strings {suffix}");
     let (_, slug) = crate::web::published_with_slug(&ctx, &owner, &title).await;
+    // Beside it in the catalogue: three seats at 1,500.00 RUB (few left), and one free seat
+    // someone else has taken (sold out).
+    let few_title = format!("Last rows {suffix}");
+    let few = json!({"name": "Last rows", "quantity": 3, "priceCents": 150000, "currency": "RUB"});
+    crate::web::published_with_types(&ctx, &owner, &few_title, &[few]).await;
+    let sold_title = format!("Full house {suffix}");
+    let seat = json!({"name": "Only seat", "quantity": 1});
+    let (sold, _) = crate::web::published_with_types(&ctx, &owner, &sold_title, &[seat]).await;
+    let types = ctx
+        .get(&format!("/api/v1/events/{sold}/ticket-types"), None)
+        .await;
+    let seat = types.body["data"][0]["id"].as_str().unwrap().to_string();
+    let someone = ctx.user().await;
+    let key = uuid::Uuid::new_v4().to_string();
+    let taken = crate::ticketing::register(&ctx, &someone.access, &sold, &seat, &key).await;
+    assert_eq!(taken.status, 201, "{}", taken.body);
     let participant = ctx.user().await;
 
     let (result, artifacts) = run(
@@ -138,6 +155,9 @@ async fn a_participant_finds_an_event_registers_once_and_sees_the_qr_code() {
             ("BASE", &ctx.base),
             ("SLUG", &slug),
             ("TITLE", &title),
+            ("SUFFIX", suffix),
+            ("FEW_TITLE", &few_title),
+            ("SOLD_TITLE", &sold_title),
             ("EMAIL", &participant.email),
             ("PASSWORD", PASSWORD),
         ],
@@ -157,10 +177,36 @@ async fn a_participant_finds_an_event_registers_once_and_sees_the_qr_code() {
         "{result}"
     );
     assert_eq!(result["tickets"], 1, "one ticket shown: {result}");
+    // The cards say what each event offers, on a computer and on a phone: free without a
+    // badge, a price with "few seats left", "sold out"; each badge seen within the window.
+    // (Intl writes a no-break space between the currency and the amount.)
+    for width in ["1280", "390"] {
+        let cards = &result["cards"][width];
+        assert_eq!(cards["cards"], 3, "{width} px: {result}");
+        assert_eq!(
+            cards["free"],
+            json!({"price": "Free", "badge": null, "badgeSeen": null, "badgeInside": null}),
+            "{width} px: {result}"
+        );
+        assert_eq!(
+            cards["few"],
+            json!({"price": "from RUB\u{a0}1,500.00", "badge": "Few seats left", "badgeSeen": true, "badgeInside": true}),
+            "{width} px: {result}"
+        );
+        assert_eq!(
+            cards["sold"],
+            json!({"price": "Free", "badge": "Sold out", "badgeSeen": true, "badgeInside": true}),
+            "{width} px: {result}"
+        );
+    }
     screenshots(
         &artifacts,
         &[
             "catalogue",
+            "catalogue-1280",
+            "catalogue-390",
+            "screen-catalogue-1280",
+            "screen-catalogue-390",
             "event",
             "signin",
             "registered",
@@ -984,9 +1030,28 @@ async fn late_payments_take_a_free_seat_or_come_back_and_a_cancelled_event_is_re
     assert_eq!(line["netCents"], 0, "{}", revenue.body);
 }
 
+/// A node whose local store's media links reach its gateway: they are made of
+/// `http.public_url`, so the gateway listens there and the browser loads the pictures it shows.
+async fn media_linked() -> Ctx {
+    let gateway = format!("127.0.0.1:{}", crate::support::free_port());
+    let ctx = Ctx::with_config(|c| {
+        c.services.insert(
+            domain::config::Service::Gateway,
+            domain::config::ServiceAddr {
+                listen: gateway.clone(),
+                url: format!("http://{gateway}"),
+            },
+        );
+        c.http.public_url = format!("http://{gateway}");
+    })
+    .await;
+    assert_eq!(ctx.base, format!("http://{gateway}"));
+    ctx
+}
+
 #[tokio::test]
 async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
-    let ctx = Ctx::new().await;
+    let ctx = media_linked().await;
     let participant = ctx.user().await;
     // A group whose link the participant was given.
     let admin = ctx.admin().await;
@@ -1007,7 +1072,7 @@ async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
         )
         .await;
     let code = invite.body["inviteCode"].as_str().unwrap().to_string();
-    let (result, artifacts) = run(
+    let mut script = Script::start(
         "self-service",
         &[
             ("BASE", &ctx.base),
@@ -1016,8 +1081,43 @@ async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
             ("NEW_PASSWORD", "violet-hour-7"),
             ("GROUP_CODE", &code),
         ],
-    )
-    .await;
+    );
+    // The picture saved on the phone: the account names a personal file of its own, which
+    // becomes the account's avatar.
+    script.reached("picture-saved").await;
+    let me = ctx.get("/api/v1/users/me", Some(&participant.access)).await;
+    let avatar = me.body["avatarId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an avatar is set: {}", me.body))
+        .to_string();
+    let file = ctx
+        .get(
+            &format!("/api/v1/media/{avatar}"),
+            Some(&participant.access),
+        )
+        .await;
+    assert_eq!(file.status, 200, "{}", file.body);
+    assert_eq!(
+        file.body["tenantId"],
+        serde_json::Value::Null,
+        "{}",
+        file.body
+    );
+    assert_eq!(
+        file.body["ownerId"],
+        participant.user_id.as_str(),
+        "{}",
+        file.body
+    );
+    assert_eq!(file.body["contentType"], "image/png", "{}", file.body);
+    script.resume().await;
+    // Removed on the computer: no avatar any more.
+    script.reached("picture-removed").await;
+    let me = ctx.get("/api/v1/users/me", Some(&participant.access)).await;
+    assert_eq!(me.status, 200, "{}", me.body);
+    assert_eq!(me.body["avatarId"], serde_json::Value::Null, "{}", me.body);
+    script.resume().await;
+    let (result, artifacts) = script.finish().await;
     assert!(
         result["joined"]
             .as_str()
@@ -1048,9 +1148,25 @@ async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
             "phone-menu-open",
             "joined",
             "profile",
+            "profile-picture-390",
+            "profile-picture-1280",
+            "profile-picture-removed",
             "not-found",
         ],
     );
+    // The picture: a text file refused on the page, a PNG previewed before saving, loaded
+    // from its link after a reload and on the computer, then removed there.
+    assert_eq!(
+        result["pictureRefused"],
+        json!({"invalid": "true", "said": "JPEG, PNG, WebP or GIF, up to 5 MB."}),
+        "{result}"
+    );
+    assert_eq!(result["picturePreview"], true, "{result}");
+    for shown in ["pictureAfterReload", "pictureOnComputer"] {
+        assert!(result[shown].as_u64().unwrap_or(0) > 0, "{shown}: {result}");
+    }
+    assert_eq!(result["removeGone"], 0, "{result}");
+    assert_eq!(result["pictureHidden"], true, "{result}");
     // The phone's menu: folded, opened, folded again after the navigation.
     assert_eq!(result["menuFolded"], "false", "{result}");
     assert_eq!(result["profileHidden"], true, "{result}");
@@ -1086,6 +1202,101 @@ async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
     assert_eq!(fresh.body["user"]["firstName"], "Vera", "{}", fresh.body);
     assert_eq!(fresh.body["user"]["lastName"], "Pavlova", "{}", fresh.body);
     assert_eq!(ctx.login(&participant.email, PASSWORD).await.status, 401);
+}
+
+#[tokio::test]
+async fn an_organizer_copies_an_event_from_the_list_and_lands_on_the_draft() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, org) = ctx.owner(&admin).await;
+    let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
+    let title = format!("Autumn recital {suffix}");
+    let types = [
+        json!({"name": "Stalls", "quantity": 40, "priceCents": 150000, "currency": "RUB"}),
+        json!({"name": "Balcony", "quantity": 20}),
+    ];
+    let (source, _) = crate::web::published_with_types(&ctx, &owner, &title, &types).await;
+
+    let (result, artifacts) = run(
+        "org-copy",
+        &[
+            ("BASE", &ctx.base),
+            ("EMAIL", &owner.email),
+            ("PASSWORD", PASSWORD),
+            ("EVENT", &source),
+            ("TITLE", &title),
+        ],
+    )
+    .await;
+    clean(&result);
+    screenshots(&artifacts, &["org-events", "org-copy", "profile-acting"]);
+    assert_eq!(result["cardsBefore"], 1, "{result}");
+    assert_eq!(
+        result["copyButton"],
+        format!("Make a copy: {title}"),
+        "{result}"
+    );
+    assert_eq!(
+        result["cardsAfter"], 2,
+        "one copy, beside its source: {result}"
+    );
+    assert_eq!(
+        result["said"],
+        format!("Copy of “{title}” created as a draft — check the date."),
+        "{result}"
+    );
+    assert_eq!(result["heading"], title.as_str(), "{result}");
+    // The profile while acting for the organization: no picker, a way back to oneself that
+    // returns to the profile, whose picker is then there.
+    assert_eq!(result["pickerWhileActing"], 0, "{result}");
+    assert_eq!(result["signInNext"], "/me/profile", "{result}");
+    assert_eq!(result["pickerAsThemselves"], 1, "{result}");
+
+    // What the server holds: the copy the page landed on is a draft of the organization with
+    // both ticket types, and the source is untouched.
+    let copy = result["copyId"].as_str().unwrap();
+    assert_ne!(copy, source, "{result}");
+    let event = ctx
+        .get(&format!("/api/v1/events/{copy}"), Some(&owner.access))
+        .await;
+    assert_eq!(event.status, 200, "{}", event.body);
+    assert_eq!(event.body["status"], "DRAFT", "{}", event.body);
+    assert_eq!(event.body["title"], title.as_str(), "{}", event.body);
+    assert_eq!(event.body["tenantId"], org.as_str(), "{}", event.body);
+    let offered = |id: String| {
+        let ctx = &ctx;
+        let token = owner.access.clone();
+        async move {
+            let r = ctx
+                .get(&format!("/api/v1/events/{id}/ticket-types"), Some(&token))
+                .await;
+            assert_eq!(r.status, 200, "{}", r.body);
+            let mut types: Vec<(String, i64, i64)> = r.body["data"]
+                .as_array()
+                .unwrap_or_else(|| panic!("a list: {}", r.body))
+                .iter()
+                .map(|t| {
+                    (
+                        t["name"].as_str().unwrap().to_string(),
+                        t["priceCents"].as_i64().unwrap_or(0),
+                        t["quantity"].as_i64().unwrap(),
+                    )
+                })
+                .collect();
+            types.sort();
+            types
+        }
+    };
+    let expected = vec![
+        ("Balcony".to_string(), 0, 20),
+        ("Stalls".to_string(), 150000, 40),
+    ];
+    assert_eq!(offered(copy.to_string()).await, expected);
+    assert_eq!(offered(source.clone()).await, expected);
+    let kept = ctx
+        .get(&format!("/api/v1/events/{source}"), Some(&owner.access))
+        .await;
+    assert_eq!(kept.body["status"], "PUBLISHED", "{}", kept.body);
 }
 
 #[tokio::test]

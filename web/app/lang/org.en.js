@@ -12,6 +12,8 @@ export default {
   'org.preview': 'Preview as a participant',
   'org.publicPage': 'Event page',
   'org.edit': 'Edit',
+  'org.copy': 'Make a copy',
+  'org.copyMade': 'Copy of “{title}” created as a draft — check the date.',
   'org.delete': 'Delete',
   'org.save': 'Save',
   'org.cancelEdit': 'Cancel',

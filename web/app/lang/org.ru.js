@@ -12,6 +12,8 @@ export default {
   'org.preview': 'Как увидят участники',
   'org.publicPage': 'Страница события',
   'org.edit': 'Изменить',
+  'org.copy': 'Создать копию',
+  'org.copyMade': 'Копия «{title}» создана как черновик — проверьте дату.',
   'org.delete': 'Удалить',
   'org.save': 'Сохранить',
   'org.cancelEdit': 'Отмена',

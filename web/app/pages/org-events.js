@@ -1,10 +1,11 @@
 // "/org/events": the organization's events of every status, with the life-cycle buttons each
-// one allows now, and the form to create one.
+// one allows now, a copy of any of them, and the form to create one.
 //   GET  /api/v1/events?organizationId={tenantId}&status&sort&page&size
 //   POST /api/v1/events/{id}/publish|unpublish|complete|cancel
+//   POST /api/v1/events/{id}/copy                  {} → the new DRAFT (X-Idempotency-Key)
 //   GET  /api/v1/organizations/{tenantId}/groups   (for private events)
 //   POST /api/v1/events                            (X-Idempotency-Key)
-import { api } from '../api.js';
+import { api, postIdempotent, uuid } from '../api.js';
 import { announce, badge, fill, h, setTitle, spinner } from '../dom.js';
 import { field } from '../forms.js';
 import { when } from '../format.js';
@@ -15,6 +16,27 @@ import { t, tn } from '../staff/texts.js';
 
 const STATUSES = ['all', 'DRAFT', 'PUBLISHED', 'CANCELLED', 'COMPLETED'];
 const SIZE = 20;
+
+// "Make a copy": a new DRAFT with the event's details and the ticket types on offer, at the
+// same date (the API moves it only when asked), so its page opens saying to check the date.
+// One key per click: a retry after a lost answer makes one copy, not two.
+function copyButton(event) {
+  return h('button', {
+    type: 'button',
+    onclick: async (e) => {
+      const button = e.currentTarget;
+      button.disabled = true;
+      try {
+        const copy = await postIdempotent(`/events/${event.id}/copy`, {}, uuid());
+        navigate(`/org/events/${copy.id}`);
+        announce(t('org.copyMade', { title: copy.title }));
+      } catch (err) {
+        button.disabled = false;
+        announce(err.message, 'error');
+      }
+    },
+  }, t('org.copy'), h('span', { class: 'visually-hidden' }, `: ${event.title}`));
+}
 
 function row(event, replace) {
   const id = `ev-${event.id}`;
@@ -27,6 +49,7 @@ function row(event, replace) {
       h('a', { href: `/org/events/${event.id}/dashboard` }, t('org.dashboard'), h('span', { class: 'visually-hidden' }, `: ${event.title}`)),
       ['PUBLISHED', 'COMPLETED'].includes(event.status) && h('a', { href: `/door/${event.id}` }, t('org.door'), h('span', { class: 'visually-hidden' }, `: ${event.title}`)),
       event.status !== 'DRAFT' && h('a', { href: `/e/${encodeURIComponent(event.slug)}` }, t('org.publicPage'), h('span', { class: 'visually-hidden' }, `: ${event.title}`))),
+    h('p', { class: 'actions' }, copyButton(event)),
     lifecycle(event, (next) => {
       const fresh = row(next, replace);
       replace(event, next, fresh);

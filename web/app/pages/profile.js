@@ -1,7 +1,10 @@
-// "/me/profile": the signed-in person's own account — their name, their password, the devices
-// signed in (each can be signed out from here), and closing the account with what it does.
-//   GET    /api/v1/users/me                  the profile
-//   PUT    /api/v1/users/me                  {firstName, lastName}
+// "/me/profile": the signed-in person's own account — their name, their picture, their
+// password, the devices signed in (each can be signed out from here), and closing the account
+// with what it does.
+//   GET    /api/v1/users/me                  the profile (avatarId among it)
+//   PUT    /api/v1/users/me                  {firstName, lastName}; {avatarId} or {avatarId: null}
+//   POST   /api/v1/media/upload              multipart `file`: the picture, a personal file
+//   GET    /api/v1/media/{id}/url?variant=SMALL   the picture's link (else the original's)
 //   PUT    /api/v1/users/me/password         {currentPassword, newPassword} → 204, every session ends
 //   GET    /api/v1/users/me/sessions         [{id, client, startedAt, lastUsedAt, expiresAt}]
 //   DELETE /api/v1/users/me/sessions/{id}    204; the access token's `sid` names this device's
@@ -15,6 +18,7 @@ import { dateTime } from '../format.js';
 import { field, fieldError, form, submitButton } from '../forms.js';
 import { navigate } from '../nav.js';
 import * as session from '../session.js';
+import { imagePicker, tenantId, upload } from '../staff/kit.js';
 import { loadTexts, t } from '../staff/texts.js';
 
 const section = (id, title, ...children) =>
@@ -41,6 +45,92 @@ export default async function profile({ root, signal }) {
   field('firstName', t('field.firstName'), { value: me.firstName || '', autocomplete: 'given-name', maxlength: 100 }),
   field('lastName', t('field.lastName'), { value: me.lastName || '', autocomplete: 'family-name', maxlength: 100 }),
   submitButton(t('profile.save')));
+
+  // ---- Picture ----
+  // An avatar must be a personal file of its user (the API refuses anything else with 422),
+  // and an upload is personal only under a token without an organization: one made while
+  // acting for an organization would belong to the organization. No call turns such a token
+  // back into a personal one, and signing in starts without an organization, so that is
+  // what the page offers instead of an upload the server would refuse.
+  const avatarSaid = resultLine();
+  let avatarId = me.avatarId || null;
+  const avatarImg = h('img', { class: 'cover-preview', alt: '', height: 128, hidden: true });
+  const avatarNote = h('p', { class: 'hint' });
+  const showAvatar = (src, note) => {
+    avatarImg.hidden = !src;
+    if (src) avatarImg.src = src;
+    avatarNote.textContent = note;
+  };
+  async function loadAvatar() {
+    if (!avatarId) { showAvatar(null, t('profile.avatarNone')); return; }
+    // Variants are made shortly after an upload: until then the original.
+    const url = (v) => api.get(`/media/${avatarId}/url${v}`, { signal });
+    try {
+      const { url: src } = await url('?variant=SMALL').catch(() => url(''));
+      showAvatar(src, t('profile.avatarCurrent'));
+    } catch (err) {
+      if (err.name !== 'AbortError') showAvatar(null, t('profile.avatarUnavailable'));
+    }
+  }
+  const keep = (updated) => {
+    avatarId = updated.avatarId || null;
+    session.save({ accessToken: session.accessToken(), refreshToken: session.refreshToken(), user: { ...session.user(), ...updated } });
+  };
+  const picker = imagePicker({
+    id: 'avatar-file',
+    label: t('profile.avatarChoose'),
+    rules: t('profile.avatarRules'),
+    pickFirst: t('profile.avatarPick'),
+    formOf: () => avatarForm,
+    preview: (src) => showAvatar(src, t('profile.avatarPreview')),
+    cleared: loadAvatar,
+  });
+  const avatarForm = form(async (_, el) => {
+    const file = picker.file(el);
+    const media = await upload(file, signal);
+    keep(await api.put('/users/me', { avatarId: media.id }));
+    el.reset();
+    drawRemove();
+    avatarSaid.say(t('profile.avatarSaved'));
+    // The picked image stands until the stored one's link answers.
+    showAvatar(picker.shown(), t('profile.avatarCurrent'));
+    await loadAvatar();
+  }, picker.field, submitButton(t('profile.avatarSave')));
+  const signInAgain = h('button', {
+    type: 'button',
+    onclick: () => {
+      const refreshToken = session.refreshToken();
+      session.clear();
+      if (refreshToken) api.post('/auth/logout', { refreshToken }).catch(() => {});
+      navigate(`/signin?next=${encodeURIComponent('/me/profile')}`);
+    },
+  }, t('profile.avatarSignInAgain'));
+  const removeBox = h('p', {});
+  function drawRemove() {
+    fill(removeBox, avatarId && h('button', {
+      type: 'button',
+      class: 'danger',
+      onclick: async (e) => {
+        const button = e.currentTarget;
+        button.disabled = true;
+        try {
+          keep(await api.put('/users/me', { avatarId: null }));
+          drawRemove();
+          await loadAvatar();
+          avatarSaid.say(t('profile.avatarRemoved'));
+          // The pressed button is gone: on to what comes next, choosing another.
+          avatarChange.querySelector('input[type=file], button')?.focus();
+        } catch (err) {
+          button.disabled = false;
+          avatarSaid.say(err.message, 'error');
+        }
+      },
+    }, t('profile.avatarRemove')));
+  }
+  drawRemove();
+  const avatarChange = tenantId()
+    ? h('div', {}, h('p', { class: 'notice' }, t('profile.avatarInOrg')), h('p', {}, signInAgain))
+    : avatarForm;
 
   // ---- Password ----
   const passwordSaid = resultLine();
@@ -127,6 +217,7 @@ export default async function profile({ root, signal }) {
     h('h1', {}, t('profile.title')),
     me.email && h('p', { class: 'meta' }, t('profile.email', { email: me.email })),
     section('profile-name', t('profile.name'), names, nameSaid),
+    section('profile-avatar', t('profile.avatar'), avatarImg, avatarNote, avatarChange, removeBox, avatarSaid),
     section('profile-password', t('profile.password'), h('p', { class: 'hint' }, t('profile.passwordHint')), password, passwordSaid),
     section('profile-groups', t('profile.groups'), h('p', {}, t('profile.groupsHint'), ' ', h('a', { href: '/me/join' }, t('profile.join')))),
     section('profile-sessions', t('profile.sessions'), h('p', { class: 'hint' }, t('profile.sessionsHint')), sessionsBox, sessionsSaid),
@@ -134,5 +225,6 @@ export default async function profile({ root, signal }) {
       h('ul', {}, ['profile.deleteSignsOut', 'profile.deleteTickets', 'profile.deleteMemberships', 'profile.deleteEmail', 'profile.deleteOwners']
         .map((k) => h('li', {}, t(k)))),
       closing, deleteSaid));
-  await loadSessions();
+  await Promise.all([loadSessions(), loadAvatar()]);
+  return picker.release;
 }

@@ -1,6 +1,8 @@
 // What the organizer, administrator and door pages share: the organization of the token,
 // the organization's events, paging buttons, times on an event's clock, money in minor
-// units, uploads and downloads that are not JSON, and the events' life-cycle buttons.
+// units, uploads and downloads that are not JSON, and the events' life-cycle buttons. The
+// profile page takes its image picker and upload too (a participant page, but not the event
+// page, whose budget must not carry this module).
 import { api } from '../api.js';
 import { announce, h } from '../dom.js';
 import { download, fetchRaw } from '../download.js';
