@@ -767,10 +767,10 @@ async fn a_participant_registers_with_the_keyboard_alone() {
     );
 }
 
-/// A node for paying in the browser. The test provider's payment link is made of
-/// `http.public_url`: the gateway listens there, so the browser follows the link the checkout
-/// gives to the provider's page and back.
-async fn paying() -> Ctx {
+/// A node whose links reach its gateway: links made of `http.public_url` (the test provider's
+/// payment page, the local store's pictures) point at the gateway's own address, so the
+/// browser follows them there and back.
+async fn linked() -> Ctx {
     let gateway = format!("127.0.0.1:{}", crate::support::free_port());
     let ctx = Ctx::with_config(|c| {
         c.services.insert(
@@ -789,7 +789,7 @@ async fn paying() -> Ctx {
 
 #[tokio::test]
 async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
-    let ctx = paying().await;
+    let ctx = linked().await;
     let admin = ctx.admin().await;
     let (owner, _) = ctx.owner(&admin).await;
     let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
@@ -889,7 +889,7 @@ async fn a_participant_pays_for_a_reserved_ticket_after_declining_once() {
 
 #[tokio::test]
 async fn late_payments_take_a_free_seat_or_come_back_and_a_cancelled_event_is_refunded() {
-    let ctx = paying().await;
+    let ctx = linked().await;
     let admin = ctx.admin().await;
     let (owner, _) = ctx.owner(&admin).await;
     let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
@@ -1030,28 +1030,10 @@ async fn late_payments_take_a_free_seat_or_come_back_and_a_cancelled_event_is_re
     assert_eq!(line["netCents"], 0, "{}", revenue.body);
 }
 
-/// A node whose local store's media links reach its gateway: they are made of
-/// `http.public_url`, so the gateway listens there and the browser loads the pictures it shows.
-async fn media_linked() -> Ctx {
-    let gateway = format!("127.0.0.1:{}", crate::support::free_port());
-    let ctx = Ctx::with_config(|c| {
-        c.services.insert(
-            domain::config::Service::Gateway,
-            domain::config::ServiceAddr {
-                listen: gateway.clone(),
-                url: format!("http://{gateway}"),
-            },
-        );
-        c.http.public_url = format!("http://{gateway}");
-    })
-    .await;
-    assert_eq!(ctx.base, format!("http://{gateway}"));
-    ctx
-}
 
 #[tokio::test]
 async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
-    let ctx = media_linked().await;
+    let ctx = linked().await;
     let participant = ctx.user().await;
     // A group whose link the participant was given.
     let admin = ctx.admin().await;

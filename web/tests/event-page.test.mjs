@@ -5,22 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
-
-const app = new URL('../app/', import.meta.url);
-
-// The files a module pulls in with static `import … from '…'` (dynamic import() is left out).
-function graph(entries) {
-  const seen = new Set();
-  const visit = (url) => {
-    if (seen.has(url.href)) return;
-    seen.add(url.href);
-    const text = readFileSync(url, 'utf8');
-    for (const m of text.matchAll(/^\s*import\s[^;]*?from\s+'([^']+)'/gms)) visit(new URL(m[1], url));
-    for (const m of text.matchAll(/^\s*import\s+'([^']+)'/gm)) visit(new URL(m[1], url));
-  };
-  entries.forEach((e) => visit(new URL(e, app)));
-  return [...seen].map((href) => href.slice(app.href.length));
-}
+import { app, graph } from './imports.mjs';
 
 // main.js and its modules, the page and its modules, and the dictionary i18n.js loads.
 const eventPage = (l) => [...graph(['main.js', 'pages/event.js']), `lang/${l}.js`];

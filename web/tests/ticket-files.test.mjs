@@ -4,24 +4,12 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { app, graph } from './imports.mjs';
 
-const app = new URL('../app/', import.meta.url);
 const read = (f) => readFileSync(new URL(f, app), 'utf8');
 
-// The files a module pulls in with static imports.
-function graph(entry) {
-  const seen = new Set();
-  const visit = (url) => {
-    if (seen.has(url.href)) return;
-    seen.add(url.href);
-    for (const m of readFileSync(url, 'utf8').matchAll(/^\s*import\s[^;]*?from\s+'([^']+)'/gms)) visit(new URL(m[1], url));
-  };
-  visit(new URL(entry, app));
-  return [...seen].map((href) => href.slice(app.href.length));
-}
-
 test('the ticket page downloads through download.js, not the staff kit', () => {
-  const files = graph('pages/ticket.js');
+  const files = graph(['pages/ticket.js']);
   assert.ok(files.includes('ticket-files.js'), files.join(' '));
   assert.ok(files.includes('download.js'), files.join(' '));
   assert.ok(!files.includes('staff/kit.js'), files.join(' '));

@@ -6,25 +6,11 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { app, graph } from './imports.mjs';
 import { encodeQr } from '../app/qr.js';
 
-const app = new URL('../app/', import.meta.url);
 const vendor = new URL('vendor/', app);
 const manifest = JSON.parse(readFileSync(new URL('vendor.json', vendor), 'utf8'));
-
-// The files a module pulls in with static imports (as event-page.test.mjs reads them).
-function graph(entries) {
-  const seen = new Set();
-  const visit = (url) => {
-    if (seen.has(url.href)) return;
-    seen.add(url.href);
-    const text = readFileSync(url, 'utf8');
-    for (const m of text.matchAll(/^\s*import\s[^;]*?from\s+'([^']+)'/gms)) visit(new URL(m[1], url));
-    for (const m of text.matchAll(/^\s*import\s+'([^']+)'/gm)) visit(new URL(m[1], url));
-  };
-  entries.forEach((e) => visit(new URL(e, app)));
-  return [...seen].map((href) => href.slice(app.href.length));
-}
 
 test('each vendored file is the one the manifest pins, with its license', () => {
   assert.ok(manifest.files.length >= 1);

@@ -212,15 +212,21 @@ pub async fn create(
     let tx = db.begin(Scope::tenant(tenant, Some(organizer))).await?;
     check_group(&tx, new.group_id).await?;
     let event = insert(&tx, tenant, organizer, new, now).await?;
-    publish(
-        &tx,
-        Some(tenant),
-        Some(organizer),
-        DomainEvent::EventCreated(payload(&event)),
-    )
-    .await?;
+    announce_created(&tx, tenant, organizer, &event).await?;
     tx.commit().await?;
     Ok(event)
+}
+
+/// Publishes event.created for a new event, in the transaction that wrote it.
+async fn announce_created(
+    tx: &crate::Tx,
+    tenant: TenantId,
+    organizer: UserId,
+    event: &Event,
+) -> Result<()> {
+    let created = DomainEvent::EventCreated(payload(event));
+    publish(tx, Some(tenant), Some(organizer), created).await?;
+    Ok(())
 }
 
 /// Writes a new DRAFT event under the first free slug made from the asked one or the title.
@@ -337,13 +343,7 @@ pub async fn copy(
         };
         super::ticket_types::insert(&tx, tenant, event.id, &fields, now).await?;
     }
-    publish(
-        &tx,
-        Some(tenant),
-        Some(organizer),
-        DomainEvent::EventCreated(payload(&event)),
-    )
-    .await?;
+    announce_created(&tx, tenant, organizer, &event).await?;
     tx.commit().await?;
     Ok(event)
 }
