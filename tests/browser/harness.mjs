@@ -4,6 +4,7 @@
 import { chromium } from 'playwright-core';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { crc32, deflateSync } from 'node:zlib';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -87,4 +88,27 @@ export function handOver(name) {
   return new Promise((resolve) => {
     lines.waiting = (line) => { lines.waiting = null; resolve(line); };
   });
+}
+
+// A 48×48 PNG with a gradient, made here so a test needs no file of its own: eight-bit RGB,
+// each row led by filter 0, the chunks' CRCs over type and data.
+export function png(size = 48) {
+  const chunk = (type, data) => {
+    const out = Buffer.alloc(data.length + 12);
+    out.writeUInt32BE(data.length, 0);
+    out.write(type, 4, 'latin1');
+    data.copy(out, 8);
+    out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+    return out;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  const rows = Buffer.alloc(size * (1 + 3 * size));
+  for (let y = 0; y < size; y += 1) {
+    for (let x = 0; x < size; x += 1) rows.set([x * 5, y * 5, 160], y * (1 + 3 * size) + 1 + 3 * x);
+  }
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
 }

@@ -29,6 +29,11 @@ const PDF: &[u8] = b"%PDF-1.4\n%tiny\n";
 /// Uploads `bytes` with `token` (a personal file without an organization in the token, the
 /// organization's otherwise); returns the file id.
 pub async fn upload(ctx: &Ctx, token: &str, bytes: &[u8]) -> String {
+    upload_to(ctx, "/api/v1/media/upload", token, bytes).await
+}
+
+/// As `upload`, to `path` (the upload's address with its query).
+async fn upload_to(ctx: &Ctx, path: &str, token: &str, bytes: &[u8]) -> String {
     let boundary = "bilet-attachments-boundary";
     let mut body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\n"
@@ -38,7 +43,7 @@ pub async fn upload(ctx: &Ctx, token: &str, bytes: &[u8]) -> String {
     body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
     let reply = send(
         ctx.http
-            .post(format!("{}/api/v1/media/upload", ctx.base))
+            .post(format!("{}{path}", ctx.base))
             .bearer_auth(token)
             .header(
                 "Content-Type",
@@ -189,6 +194,52 @@ async fn avatars_are_personal_images_of_the_same_user() {
         )
         .await;
     assert_refused(&refused, "avatarId");
+    // Asked to be personal, the same token's upload is the owner's own: another organization
+    // sees nothing of it, and it may be their face (attached, a face is shown to anyone).
+    let personal = upload_to(
+        &ctx,
+        "/api/v1/media/upload?personal=true",
+        &owner.access,
+        &png(),
+    )
+    .await;
+    let file = ctx
+        .get(&format!("/api/v1/media/{personal}"), Some(&owner.access))
+        .await;
+    assert_eq!(file.body["tenantId"], Value::Null, "{}", file.body);
+    assert_eq!(
+        file.body["ownerId"],
+        owner.user_id.as_str(),
+        "{}",
+        file.body
+    );
+    let (other_owner, _) = ctx.owner(&admin).await;
+    let seen = ctx
+        .get(
+            &format!("/api/v1/media/{personal}"),
+            Some(&other_owner.access),
+        )
+        .await;
+    assert_eq!(seen.status, 404, "{}", seen.body);
+    let accepted = ctx
+        .put(
+            "/api/v1/users/me",
+            Some(&owner.access),
+            json!({"avatarId": personal}),
+        )
+        .await;
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    assert_eq!(accepted.body["avatarId"], personal.as_str());
+    // `personal` is a boolean.
+    let odd = send(
+        ctx.http
+            .post(format!("{}/api/v1/media/upload?personal=maybe", ctx.base))
+            .bearer_auth(&owner.access)
+            .header("Content-Type", "multipart/form-data; boundary=x")
+            .body("--x--\r\n"),
+    )
+    .await;
+    assert_eq!(odd.status, 400, "{}", odd.body);
 
     let own = upload(&ctx, &user.access, &png()).await;
     let accepted = set_avatar(&ctx, &user, json!(own)).await;

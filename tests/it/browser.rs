@@ -1030,7 +1030,6 @@ async fn late_payments_take_a_free_seat_or_come_back_and_a_cancelled_event_is_re
     assert_eq!(line["netCents"], 0, "{}", revenue.body);
 }
 
-
 #[tokio::test]
 async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
     let ctx = linked().await;
@@ -1228,11 +1227,31 @@ async fn an_organizer_copies_an_event_from_the_list_and_lands_on_the_draft() {
         "{result}"
     );
     assert_eq!(result["heading"], title.as_str(), "{result}");
-    // The profile while acting for the organization: no picker, a way back to oneself that
-    // returns to the profile, whose picker is then there.
-    assert_eq!(result["pickerWhileActing"], 0, "{result}");
-    assert_eq!(result["signInNext"], "/me/profile", "{result}");
-    assert_eq!(result["pickerAsThemselves"], 1, "{result}");
+    // The profile while acting for the organization: the picture saved is the organizer's
+    // own file (no organization's), and it is their avatar.
+    assert_eq!(result["pickerWhileActing"], 1, "{result}");
+    assert_eq!(result["savedWhileActing"], true, "{result}");
+    let me = ctx.get("/api/v1/users/me", Some(&owner.access)).await;
+    let avatar = me.body["avatarId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an avatar is set: {}", me.body))
+        .to_string();
+    let file = ctx
+        .get(&format!("/api/v1/media/{avatar}"), Some(&owner.access))
+        .await;
+    assert_eq!(file.status, 200, "{}", file.body);
+    assert_eq!(
+        file.body["tenantId"],
+        serde_json::Value::Null,
+        "{}",
+        file.body
+    );
+    assert_eq!(
+        file.body["ownerId"],
+        owner.user_id.as_str(),
+        "{}",
+        file.body
+    );
 
     // What the server holds: the copy the page landed on is a draft of the organization with
     // both ticket types, and the source is untouched.

@@ -118,6 +118,16 @@ pub struct UrlQuery {
     pub variant: Option<String>,
 }
 
+/// Whose an upload is.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct UploadQuery {
+    /// `true`: the uploader's own file even under a token of an organization (a profile
+    /// picture must be one); otherwise the token's organization's, or the uploader's own
+    /// without one.
+    pub personal: Option<bool>,
+}
+
 /// `?expires=&signature=` of a local link.
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -1,7 +1,7 @@
 //! Media handlers: upload (sniffed, limited, stored, variants queued), metadata, signed links,
 //! deletion, and serving the local store's signed links.
 
-use super::dto::{LinkQuery, MediaFileDto, SignedUrlDto, UploadForm, UrlQuery};
+use super::dto::{LinkQuery, MediaFileDto, SignedUrlDto, UploadForm, UploadQuery, UrlQuery};
 use crate::context::Caller;
 use crate::error::ApiError;
 use crate::extract::{Path, Query};
@@ -73,17 +73,25 @@ impl From<UploadError> for ApiError {
 }
 
 /// Uploads a file (multipart field `file`). The type comes from the bytes; images up to 5 MB,
-/// PDF up to 10 MB. Images answer PROCESSING and get their variants shortly after.
-#[utoipa::path(post, path = "/api/v1/media/upload", tag = "media",
+/// PDF up to 10 MB. Images answer PROCESSING and get their variants shortly after. The file is
+/// the token's organization's, or with `personal=true` (or a token without one) the uploader's.
+#[utoipa::path(post, path = "/api/v1/media/upload", tag = "media", params(UploadQuery),
     request_body(content = UploadForm, content_type = "multipart/form-data", description = "field `file`"),
     responses((status = 201, body = MediaFileDto), (status = 400, body = crate::error::ErrorBody),
         (status = 413, body = crate::error::ErrorBody), (status = 415, body = crate::error::ErrorBody)))]
 pub async fn upload(
     State(state): State<AppState>,
     caller: Caller,
+    Query(query): Query<UploadQuery>,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<(StatusCode, Json<MediaFileDto>), ApiError> {
     let user = caller.require_user()?;
+    // A personal upload is made as the user alone, whatever organization the token acts for.
+    let scope = if query.personal == Some(true) {
+        storage::db::Scope::user(user)
+    } else {
+        caller.scope()
+    };
     let mut multipart =
         multipart.map_err(|_| ApiError::from(Refusal::from(MediaRefusal::NotMultipart)))?;
     let mut upload = None;
@@ -126,7 +134,7 @@ pub async fn upload(
         None
     };
     let id = Uuid::now_v7();
-    let owner_dir = match caller.tenant {
+    let owner_dir = match scope.tenant {
         Some(tenant) => format!("t/{}", tenant.as_uuid()),
         None => format!("u/{}", user.as_uuid()),
     };
@@ -138,16 +146,7 @@ pub async fn upload(
         storage_key: format!("{owner_dir}/{id}.{}", format.extension()),
     };
     let now = state.clock.now();
-    let file = uploads::store(
-        &state.db,
-        &state.objects,
-        caller.scope(),
-        id,
-        &new,
-        bytes,
-        now,
-    )
-    .await?;
+    let file = uploads::store(&state.db, &state.objects, scope, id, &new, bytes, now).await?;
     if file.status == MediaStatus::Processing {
         match &state.media {
             Some(workers) => workers.submit(file.clone()),

@@ -18,8 +18,6 @@ export default {
   'profile.avatarSaved': 'The picture is saved.',
   'profile.avatarRemove': 'Remove the picture',
   'profile.avatarRemoved': 'The picture is removed.',
-  'profile.avatarInOrg': 'You are acting for an organization, so a picture uploaded now would be the organization’s, not yours. Sign in again (you start as yourself) to choose one.',
-  'profile.avatarSignInAgain': 'Sign in again',
   'profile.password': 'Password',
   'profile.passwordHint': 'Changing it signs you out everywhere, here too: sign in again with the new one.',
   'profile.currentPassword': 'Current password',

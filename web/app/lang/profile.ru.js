@@ -18,8 +18,6 @@ export default {
   'profile.avatarSaved': 'Фото сохранено.',
   'profile.avatarRemove': 'Удалить фото',
   'profile.avatarRemoved': 'Фото удалено.',
-  'profile.avatarInOrg': 'Вы действуете от имени организации, поэтому загруженное сейчас фото принадлежало бы ей, а не вам. Войдите снова (вход начинается от вашего имени), чтобы выбрать фото.',
-  'profile.avatarSignInAgain': 'Войти снова',
   'profile.password': 'Пароль',
   'profile.passwordHint': 'После смены пароля вы выйдете везде, и здесь тоже: войдите снова с новым паролем.',
   'profile.currentPassword': 'Текущий пароль',

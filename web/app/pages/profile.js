@@ -3,7 +3,7 @@
 // with what it does.
 //   GET    /api/v1/users/me                  the profile (avatarId among it)
 //   PUT    /api/v1/users/me                  {firstName, lastName}; {avatarId} or {avatarId: null}
-//   POST   /api/v1/media/upload              multipart `file`: the picture, a personal file
+//   POST   /api/v1/media/upload?personal=true multipart `file`: the picture, a personal file
 //   GET    /api/v1/media/{id}/url?variant=SMALL   the picture's link (else the original's)
 //   PUT    /api/v1/users/me/password         {currentPassword, newPassword} → 204, every session ends
 //   GET    /api/v1/users/me/sessions         [{id, client, startedAt, lastUsedAt, expiresAt}]
@@ -18,7 +18,7 @@ import { dateTime } from '../format.js';
 import { field, fieldError, form, submitButton } from '../forms.js';
 import { navigate } from '../nav.js';
 import * as session from '../session.js';
-import { imagePicker, tenantId, upload } from '../staff/kit.js';
+import { imagePicker, upload } from '../staff/kit.js';
 import { loadTexts, t } from '../staff/texts.js';
 
 const section = (id, title, ...children) =>
@@ -47,11 +47,8 @@ export default async function profile({ root, signal }) {
   submitButton(t('profile.save')));
 
   // ---- Picture ----
-  // An avatar must be a personal file of its user (the API refuses anything else with 422),
-  // and an upload is personal only under a token without an organization: one made while
-  // acting for an organization would belong to the organization. No call turns such a token
-  // back into a personal one, and signing in starts without an organization, so that is
-  // what the page offers instead of an upload the server would refuse.
+  // An avatar must be a personal file of its user (the API refuses anything else with 422):
+  // the upload asks to be personal, so it is one while acting for an organization too.
   const avatarSaid = resultLine();
   let avatarId = me.avatarId || null;
   const avatarImg = h('img', { class: 'cover-preview', alt: '', height: 128, hidden: true });
@@ -87,7 +84,7 @@ export default async function profile({ root, signal }) {
   });
   const avatarForm = form(async (_, el) => {
     const file = picker.file(el);
-    const media = await upload(file, signal);
+    const media = await upload(file, signal, { personal: true });
     keep(await api.put('/users/me', { avatarId: media.id }));
     el.reset();
     drawRemove();
@@ -96,15 +93,6 @@ export default async function profile({ root, signal }) {
     showAvatar(picker.shown(), t('profile.avatarCurrent'));
     await loadAvatar();
   }, picker.field, submitButton(t('profile.avatarSave')));
-  const signInAgain = h('button', {
-    type: 'button',
-    onclick: () => {
-      const refreshToken = session.refreshToken();
-      session.clear();
-      if (refreshToken) api.post('/auth/logout', { refreshToken }).catch(() => {});
-      navigate(`/signin?next=${encodeURIComponent('/me/profile')}`);
-    },
-  }, t('profile.avatarSignInAgain'));
   const removeBox = h('p', {});
   function drawRemove() {
     fill(removeBox, avatarId && h('button', {
@@ -119,7 +107,7 @@ export default async function profile({ root, signal }) {
           await loadAvatar();
           avatarSaid.say(t('profile.avatarRemoved'));
           // The pressed button is gone: on to what comes next, choosing another.
-          avatarChange.querySelector('input[type=file], button')?.focus();
+          avatarForm.querySelector('input[type=file], button')?.focus();
         } catch (err) {
           button.disabled = false;
           avatarSaid.say(err.message, 'error');
@@ -128,9 +116,6 @@ export default async function profile({ root, signal }) {
     }, t('profile.avatarRemove')));
   }
   drawRemove();
-  const avatarChange = tenantId()
-    ? h('div', {}, h('p', { class: 'notice' }, t('profile.avatarInOrg')), h('p', {}, signInAgain))
-    : avatarForm;
 
   // ---- Password ----
   const passwordSaid = resultLine();
@@ -217,7 +202,7 @@ export default async function profile({ root, signal }) {
     h('h1', {}, t('profile.title')),
     me.email && h('p', { class: 'meta' }, t('profile.email', { email: me.email })),
     section('profile-name', t('profile.name'), names, nameSaid),
-    section('profile-avatar', t('profile.avatar'), avatarImg, avatarNote, avatarChange, removeBox, avatarSaid),
+    section('profile-avatar', t('profile.avatar'), avatarImg, avatarNote, avatarForm, removeBox, avatarSaid),
     section('profile-password', t('profile.password'), h('p', { class: 'hint' }, t('profile.passwordHint')), password, passwordSaid),
     section('profile-groups', t('profile.groups'), h('p', {}, t('profile.groupsHint'), ' ', h('a', { href: '/me/join' }, t('profile.join')))),
     section('profile-sessions', t('profile.sessions'), h('p', { class: 'hint' }, t('profile.sessionsHint')), sessionsBox, sessionsSaid),

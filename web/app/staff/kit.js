@@ -236,10 +236,12 @@ export const fromMinor = (cents, currency) => (cents / 10 ** digits(currency)).t
 // The bearer-token fetch and file saving are download.js's, shared with the ticket page.
 
 // POST /media/upload (multipart field `file`) → the MediaFileDto.
-export async function upload(file, signal) {
+// `personal`: the uploader's own file even while acting for an organization (a profile picture).
+export async function upload(file, signal, { personal = false } = {}) {
   const body = new FormData();
   body.append('file', file, file.name);
-  return (await fetchRaw('POST', '/media/upload', { body, signal, headers: { Accept: 'application/json' } })).json();
+  const path = personal ? '/media/upload?personal=true' : '/media/upload';
+  return (await fetchRaw('POST', path, { body, signal, headers: { Accept: 'application/json' } })).json();
 }
 
 // A file the API answers (exports), saved through a temporary link.
