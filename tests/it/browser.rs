@@ -767,6 +767,28 @@ async fn a_participant_registers_with_the_keyboard_alone() {
     );
 }
 
+/// The file `who`'s account names as its avatar, checked to be their own personal file (no
+/// organization's).
+async fn personal_avatar(ctx: &Ctx, who: &crate::identity::Session) -> serde_json::Value {
+    let me = ctx.get("/api/v1/users/me", Some(&who.access)).await;
+    let avatar = me.body["avatarId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an avatar is set: {}", me.body))
+        .to_string();
+    let file = ctx
+        .get(&format!("/api/v1/media/{avatar}"), Some(&who.access))
+        .await;
+    assert_eq!(file.status, 200, "{}", file.body);
+    assert_eq!(
+        file.body["tenantId"],
+        serde_json::Value::Null,
+        "{}",
+        file.body
+    );
+    assert_eq!(file.body["ownerId"], who.user_id.as_str(), "{}", file.body);
+    file.body
+}
+
 /// A node whose links reach its gateway: links made of `http.public_url` (the test provider's
 /// payment page, the local store's pictures) point at the gateway's own address, so the
 /// browser follows them there and back.
@@ -1066,31 +1088,8 @@ async fn a_participant_manages_their_account_on_a_phone_and_a_computer() {
     // The picture saved on the phone: the account names a personal file of its own, which
     // becomes the account's avatar.
     script.reached("picture-saved").await;
-    let me = ctx.get("/api/v1/users/me", Some(&participant.access)).await;
-    let avatar = me.body["avatarId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("an avatar is set: {}", me.body))
-        .to_string();
-    let file = ctx
-        .get(
-            &format!("/api/v1/media/{avatar}"),
-            Some(&participant.access),
-        )
-        .await;
-    assert_eq!(file.status, 200, "{}", file.body);
-    assert_eq!(
-        file.body["tenantId"],
-        serde_json::Value::Null,
-        "{}",
-        file.body
-    );
-    assert_eq!(
-        file.body["ownerId"],
-        participant.user_id.as_str(),
-        "{}",
-        file.body
-    );
-    assert_eq!(file.body["contentType"], "image/png", "{}", file.body);
+    let file = personal_avatar(&ctx, &participant).await;
+    assert_eq!(file["contentType"], "image/png", "{file}");
     script.resume().await;
     // Removed on the computer: no avatar any more.
     script.reached("picture-removed").await;
@@ -1231,27 +1230,7 @@ async fn an_organizer_copies_an_event_from_the_list_and_lands_on_the_draft() {
     // own file (no organization's), and it is their avatar.
     assert_eq!(result["pickerWhileActing"], 1, "{result}");
     assert_eq!(result["savedWhileActing"], true, "{result}");
-    let me = ctx.get("/api/v1/users/me", Some(&owner.access)).await;
-    let avatar = me.body["avatarId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("an avatar is set: {}", me.body))
-        .to_string();
-    let file = ctx
-        .get(&format!("/api/v1/media/{avatar}"), Some(&owner.access))
-        .await;
-    assert_eq!(file.status, 200, "{}", file.body);
-    assert_eq!(
-        file.body["tenantId"],
-        serde_json::Value::Null,
-        "{}",
-        file.body
-    );
-    assert_eq!(
-        file.body["ownerId"],
-        owner.user_id.as_str(),
-        "{}",
-        file.body
-    );
+    personal_avatar(&ctx, &owner).await;
 
     // What the server holds: the copy the page landed on is a draft of the organization with
     // both ticket types, and the source is untouched.
