@@ -198,6 +198,24 @@ result.registrationsRegion = await page.locator('.reg-table').evaluate((table) =
   const region = table.closest('[role="region"]');
   return { tabindex: region.getAttribute('tabindex'), label: document.getElementById(region.getAttribute('aria-labelledby'))?.textContent };
 });
+// The search finds the participant by the beginning of the email typed in capitals, and
+// nobody by its middle; an empty search shows everyone again.
+const search = async (text) => {
+  await page.getByLabel('Name, email or code').fill(text);
+  await page.getByRole('button', { name: 'Show', exact: true }).click();
+  await page.waitForFunction(() => !document.querySelector('.results').hasAttribute('aria-busy'));
+  return {
+    count: await page.locator('.results .count').textContent(),
+    emails: await page.locator('.reg-table tbody tr .sub').allTextContents(),
+    none: await page.getByText('No registrations.').count(),
+  };
+};
+result.searches = {
+  start: await search(PARTICIPANT_EMAIL.slice(0, 6).toUpperCase()),
+  middle: await search(PARTICIPANT_EMAIL.slice(3, 9)),
+  cleared: await search(''),
+};
+await page.locator('.reg-table tbody tr').first().waitFor();
 result.actions = { 1280: await actionAt(1280, 720) };
 await organizer.audit('org-registrations-1280');
 await page.setViewportSize({ width: 1280, height: 860 });

@@ -485,6 +485,17 @@ async fn an_event_goes_from_an_organization_request_to_the_door_and_the_dashboar
     // and the row's last action (Cancel) within the window and clickable on a computer and a
     // tablet.
     assert_eq!(result["registrationRows"], 1, "{result}");
+    // Found by the beginning of the email (typed in capitals), not by its middle.
+    let searches = &result["searches"];
+    assert_eq!(searches["start"]["count"], "1 registration", "{result}");
+    assert_eq!(
+        searches["start"]["emails"],
+        json!([participant.email]),
+        "{result}"
+    );
+    assert_eq!(searches["middle"]["count"], "0 registrations", "{result}");
+    assert_eq!(searches["middle"]["none"], 1, "{result}");
+    assert_eq!(searches["cleared"]["count"], "1 registration", "{result}");
     assert_eq!(
         result["registrationsRegion"],
         json!({"tabindex": "0", "label": "Registrations"}),

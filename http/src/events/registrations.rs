@@ -41,8 +41,9 @@ pub struct RegistrationQuery {
     pub ticket_type_id: Option<Uuid>,
     /// Only this event (the caller's own list, `GET /registrations`).
     pub event_id: Option<Uuid>,
-    /// Any part of a name or an email, or a whole confirmation code (at most 100 characters,
-    /// no control characters; a participant of an open event searches the others' names only).
+    /// Words that each begin the first name, the last name or the email (case aside), or a
+    /// whole confirmation code (at most 100 characters, no control characters; a participant
+    /// of an open event searches the others' names only).
     #[param(max_length = 100, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     pub search: Option<String>,
 }

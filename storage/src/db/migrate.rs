@@ -442,6 +442,12 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                     "../../../migrations/event_service/V13__registration_search_off_the_seat_path.sql"
                 ),
             ),
+            (
+                "V14__registration_search_prefixes",
+                include_str!(
+                    "../../../migrations/event_service/V14__registration_search_prefixes.sql"
+                ),
+            ),
         ],
         Schema::MediaService => &[
             (

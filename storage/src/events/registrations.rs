@@ -223,12 +223,17 @@ async fn list_where(
     let tx = db.begin(scope).await?;
     let status = filter.status.map(|s| s.as_str());
     let search = filter.search.as_ref();
-    let pattern = search.map(RegistrationSearch::pattern);
+    let lead = search.map(RegistrationSearch::lead);
     let names_only = search.is_some_and(RegistrationSearch::is_names_only);
     let code = search.and_then(RegistrationSearch::code);
+    let rest = search
+        .map(RegistrationSearch::rest)
+        .filter(|rest| !rest.is_empty());
     // Each statement is planned with its values, so a list without a search drops the
-    // search's terms. Under row level security the LIKE (not leakproof) is a filter over the
-    // event's registrations, never an index condition (docs/decisions.md).
+    // search's terms, and a search without a code or further words drops theirs. Under row
+    // level security only leakproof conditions become index conditions: the lead word is a
+    // range of each field's lower-cased copy (V14), one index each; the other words are
+    // checked on the rows it found (docs/decisions.md, "Finding a person").
     let found = page::fetch(
         &tx,
         COLUMNS,
@@ -236,17 +241,24 @@ async fn list_where(
            AND ($2::text IS NULL OR r.status = $2) AND ($3::uuid IS NULL OR r.ticket_type_id = $3)
            AND (NOT $4 OR r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))
            AND ($5::text IS NULL
-                OR ($6 AND lower(r.first_name || ' ' || r.last_name) LIKE $5)
-                OR (NOT $6 AND (lower(r.first_name || ' ' || r.last_name || ' ' || coalesce(r.email, '')) LIKE $5
-                                OR r.confirmation_code = $7)))",
+                OR (((r.search_first >= lower($5) AND r.search_first < lower($5) || chr(1114111))
+                     OR (r.search_last >= lower($5) AND r.search_last < lower($5) || chr(1114111))
+                     OR (NOT $6 AND r.search_email >= lower($5) AND r.search_email < lower($5) || chr(1114111))
+                     OR ($7::text IS NOT NULL AND r.confirmation_code = $7))
+                    AND ($8::text[] IS NULL
+                         OR NOT EXISTS (SELECT 1 FROM unnest($8::text[]) w
+                                        WHERE NOT (starts_with(r.search_first, lower(w))
+                                                   OR starts_with(r.search_last, lower(w))
+                                                   OR (NOT $6 AND starts_with(r.search_email, lower(w))))))))",
         &[
             &event,
             &status,
             &filter.ticket_type_id,
             &filter.active_only,
-            &pattern,
+            &lead,
             &names_only,
             &code,
+            &rest,
         ],
         request,
         "r.id",

@@ -147,7 +147,7 @@ export default {
   'reg.title': 'Registrations',
   'reg.filter': 'Filter registrations',
   'reg.search': 'Name, email or code',
-  'reg.searchHint': 'Any part of a name or an email, or a whole confirmation code',
+  'reg.searchHint': 'The beginning of a first name, last name or email (several words narrow it), or a whole confirmation code',
   'reg.status': 'Status',
   'reg.type': 'Ticket type',
   'reg.who': 'Participant',
