@@ -7,10 +7,18 @@
 //!
 //! Each actor still has at most one batch here at a time (it waits for the answer before it
 //! flushes again), so two transactions never hold the same ticket type's row.
+//!
+//! A worker that finds only a few batches ready while another worker's transaction is still
+//! in flight waits a moment for more (`LINGER`): its commit would follow that one's anyway,
+//! and PostgreSQL's cost is per transaction (the lease check, the statements, the commit), so
+//! a node of many small actors makes fewer, larger transactions. With nothing in flight a
+//! batch goes at once, so a quiet node or a single ticket type waits for nothing.
 
 use chrono::{DateTime, Utc};
 use domain::ids::TenantId;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 use storage::Database;
 use storage::cluster::Fence;
 use storage::db::contention;
@@ -21,6 +29,13 @@ use uuid::Uuid;
 /// Most ticket types' batches in one transaction: past this a transaction's statements take
 /// longer than the flush they share.
 const MOST_BATCHES: usize = 128;
+
+/// Fewer batches than this, with another transaction in flight, wait for more.
+const FEW_BATCHES: usize = 8;
+
+/// The longest a worker waits for more batches: short against a transaction's own time (a
+/// WAL flush and a few round trips) and against the answer's budget.
+const LINGER: Duration = Duration::from_millis(3);
 
 /// A batch's requests, handed back, and its answers.
 pub type Answer = (Vec<SeatRequest>, storage::Result<Vec<SeatOutcome>>);
@@ -53,8 +68,9 @@ impl Committer {
     pub fn start(db: Database, workers: usize) -> Committer {
         let (queue, ready) = mpsc::unbounded_channel();
         let ready = Arc::new(Mutex::new(ready));
+        let in_flight = Arc::new(AtomicUsize::new(0));
         for _ in 0..workers.max(1) {
-            tokio::spawn(work(db.clone(), ready.clone()));
+            tokio::spawn(work(db.clone(), ready.clone(), in_flight.clone()));
         }
         Committer { db, queue }
     }
@@ -97,9 +113,14 @@ impl Committer {
     }
 }
 
-/// A worker: takes whatever batches are ready (waiting for the first), commits them together
-/// and answers each.
-async fn work(db: Database, ready: Arc<Mutex<mpsc::UnboundedReceiver<Submitted>>>) {
+/// A worker: takes whatever batches are ready (waiting for the first, and a moment for more
+/// when few are ready while another transaction is in flight), commits them together and
+/// answers each. `in_flight` counts the workers' transactions under way.
+async fn work(
+    db: Database,
+    ready: Arc<Mutex<mpsc::UnboundedReceiver<Submitted>>>,
+    in_flight: Arc<AtomicUsize>,
+) {
     loop {
         let taken = {
             let mut ready = ready.lock().await;
@@ -107,15 +128,47 @@ async fn work(db: Database, ready: Arc<Mutex<mpsc::UnboundedReceiver<Submitted>>
                 return;
             };
             let mut taken = vec![first];
-            while taken.len() < MOST_BATCHES {
-                match ready.try_recv() {
-                    Ok(next) => taken.push(next),
-                    Err(_) => break,
+            take_ready(&mut ready, &mut taken);
+            let until = tokio::time::Instant::now() + LINGER;
+            while taken.len() < FEW_BATCHES && in_flight.load(Ordering::Acquire) > 0 {
+                match tokio::time::timeout_at(until, ready.recv()).await {
+                    Ok(Some(next)) => {
+                        taken.push(next);
+                        take_ready(&mut ready, &mut taken);
+                    }
+                    Ok(None) | Err(_) => break,
                 }
             }
             taken
         };
+        let _counted = InFlight::enter(&in_flight);
         commit_together(&db, taken).await;
+    }
+}
+
+/// One transaction counted in flight while it lives (a worker that panics leaves the count).
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a AtomicUsize) -> InFlight<'a> {
+        count.fetch_add(1, Ordering::AcqRel);
+        InFlight(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Adds the batches ready now to `taken`, up to `MOST_BATCHES`.
+fn take_ready(ready: &mut mpsc::UnboundedReceiver<Submitted>, taken: &mut Vec<Submitted>) {
+    while taken.len() < MOST_BATCHES {
+        match ready.try_recv() {
+            Ok(next) => taken.push(next),
+            Err(_) => break,
+        }
     }
 }
 
