@@ -1,10 +1,11 @@
 -- Organizers find a person by the beginning of a first name, a last name or an email, through
 -- an index the application's role may use. Under row level security PostgreSQL uses an index
 -- only for a condition that is leakproof; `lower(column)` and LIKE are not, but a comparison of
--- a stored column with a value is (text_ge, text_lt, starts_with). So each searched field keeps
+-- a stored column with a value is (text_ge, text_lt). So each searched field keeps
 -- a lower-cased copy, ordered byte by byte (collation "C") so that a prefix is one range of the
 -- index: `search_last >= 'garc' AND search_last < 'garc' || chr(1114111)`.
--- lower() runs under the database's collation, the same one the search's lower($1) uses.
+-- lower() runs under the database's collation, the same one the search's lower() of each word
+-- uses.
 ALTER TABLE event_service.registrations
     ADD COLUMN search_first TEXT COLLATE "C" GENERATED ALWAYS AS (lower(first_name)) STORED,
     ADD COLUMN search_last  TEXT COLLATE "C" GENERATED ALWAYS AS (lower(last_name)) STORED,

@@ -9,10 +9,11 @@
 //! flushes again), so two transactions never hold the same ticket type's row.
 //!
 //! A worker that finds only a few batches ready while another worker's transaction is still
-//! in flight waits a moment for more (`LINGER`): its commit would follow that one's anyway,
-//! and PostgreSQL's cost is per transaction (the lease check, the statements, the commit), so
-//! a node of many small actors makes fewer, larger transactions. With nothing in flight a
-//! batch goes at once, so a quiet node or a single ticket type waits for nothing.
+//! in flight waits for more (at most `LINGER`, and no longer than something is in flight):
+//! its commit would follow that one's anyway, and PostgreSQL's cost is per transaction (the
+//! lease check, the statements, the commit), so a node of many small actors makes fewer,
+//! larger transactions. With nothing in flight a batch goes at once, so a quiet node or a
+//! single ticket type waits for nothing.
 
 use chrono::{DateTime, Utc};
 use domain::ids::TenantId;
@@ -23,7 +24,7 @@ use storage::Database;
 use storage::cluster::Fence;
 use storage::db::contention;
 use storage::events::seats::{self, SeatBatch, SeatOutcome, SeatRequest};
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{Mutex, Notify, mpsc, oneshot};
 use uuid::Uuid;
 
 /// Most ticket types' batches in one transaction: past this a transaction's statements take
@@ -68,9 +69,9 @@ impl Committer {
     pub fn start(db: Database, workers: usize) -> Committer {
         let (queue, ready) = mpsc::unbounded_channel();
         let ready = Arc::new(Mutex::new(ready));
-        let in_flight = Arc::new(AtomicUsize::new(0));
+        let flights = Arc::new(Flights::default());
         for _ in 0..workers.max(1) {
-            tokio::spawn(work(db.clone(), ready.clone(), in_flight.clone()));
+            tokio::spawn(work(db.clone(), ready.clone(), flights.clone()));
         }
         Committer { db, queue }
     }
@@ -115,14 +116,14 @@ impl Committer {
 
 /// A worker: takes whatever batches are ready (waiting for the first, and a moment for more
 /// when few are ready while another transaction is in flight), commits them together and
-/// answers each. `in_flight` counts the workers' transactions under way.
+/// answers each. The wait ends as soon as the transactions in flight have ended.
 async fn work(
     db: Database,
     ready: Arc<Mutex<mpsc::UnboundedReceiver<Submitted>>>,
-    in_flight: Arc<AtomicUsize>,
+    flights: Arc<Flights>,
 ) {
     loop {
-        let taken = {
+        let (taken, _counted) = {
             let mut ready = ready.lock().await;
             let Some(first) = ready.recv().await else {
                 return;
@@ -130,35 +131,53 @@ async fn work(
             let mut taken = vec![first];
             take_ready(&mut ready, &mut taken);
             let until = tokio::time::Instant::now() + LINGER;
-            while taken.len() < FEW_BATCHES && in_flight.load(Ordering::Acquire) > 0 {
-                match tokio::time::timeout_at(until, ready.recv()).await {
-                    Ok(Some(next)) => {
-                        taken.push(next);
-                        take_ready(&mut ready, &mut taken);
-                    }
-                    Ok(None) | Err(_) => break,
+            while taken.len() < FEW_BATCHES {
+                // Registered before the count is read, so an end between the two still wakes.
+                let ended = flights.ended.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                if flights.count.load(Ordering::Acquire) == 0 {
+                    break;
+                }
+                tokio::select! {
+                    next = tokio::time::timeout_at(until, ready.recv()) => match next {
+                        Ok(Some(next)) => {
+                            taken.push(next);
+                            take_ready(&mut ready, &mut taken);
+                        }
+                        Ok(None) | Err(_) => break,
+                    },
+                    () = &mut ended => {}
                 }
             }
-            taken
+            // Counted before the next worker may look.
+            (taken, InFlight::enter(&flights))
         };
-        let _counted = InFlight::enter(&in_flight);
         commit_together(&db, taken).await;
     }
 }
 
-/// One transaction counted in flight while it lives (a worker that panics leaves the count).
-struct InFlight<'a>(&'a AtomicUsize);
+/// The workers' transactions under way, and a bell rung when one ends.
+#[derive(Default)]
+struct Flights {
+    count: AtomicUsize,
+    ended: Notify,
+}
+
+/// One transaction counted in flight while it lives (released on unwind too).
+struct InFlight<'a>(&'a Flights);
 
 impl<'a> InFlight<'a> {
-    fn enter(count: &'a AtomicUsize) -> InFlight<'a> {
-        count.fetch_add(1, Ordering::AcqRel);
-        InFlight(count)
+    fn enter(flights: &'a Flights) -> InFlight<'a> {
+        flights.count.fetch_add(1, Ordering::AcqRel);
+        InFlight(flights)
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.count.fetch_sub(1, Ordering::AcqRel);
+        self.0.ended.notify_waiters();
     }
 }
 

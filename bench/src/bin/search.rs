@@ -86,9 +86,9 @@ async fn main() -> anyhow::Result<()> {
             "a whole code, lower case",
             format!("s{:07x}", registrations / 3),
         ),
-        ("one person's email", "dmitri.petrov.1011@".into()),
-        ("a last name, part (Latin)", "garc".into()),
-        ("a last name, part (Cyrillic)", "смирн".into()),
+        ("one person's email", "dmitri.lee.1011@".into()),
+        ("a last name's beginning (Latin)", "garc".into()),
+        ("a last name's beginning (Cyrillic)", "смирн".into()),
         ("first and last name", "анна попова".into()),
         ("two letters", "an".into()),
     ];

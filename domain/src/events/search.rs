@@ -1,21 +1,26 @@
-//! Finding a person among an event's registrations: every word typed begins the first name,
-//! the last name or the email (case does not matter), or the whole term is a confirmation
-//! code. Beginnings rather than any part, so that one index range answers each word (the
-//! storage keeps lower-cased copies of the fields for it).
+//! Finding a person among an event's registrations: every word typed begins a word of the
+//! first name or the last name, or begins the email (case does not matter), and at least one
+//! of the longest words, or the whole term ("van der Berg"), begins a field itself; or the
+//! whole term is a confirmation code. The field beginnings are what an index answers (the
+//! storage keeps lower-cased copies of the fields for it); the other words are checked on the
+//! rows it found.
 
 use crate::validation::FieldError;
 
 /// Longest search an organizer may type.
 pub const MAX_SEARCH_CHARS: usize = 100;
 
+/// How many of the words typed (the longest) are asked of the indexes.
+pub const INDEXED_WORDS: usize = 3;
+
 /// A search of an event's registrations, made from what was typed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegistrationSearch {
-    /// The word the index is asked for: the longest, so the range read is the narrowest.
-    lead: String,
-    /// The other words, each of which must also begin a field (checked on the rows the lead
-    /// found).
-    rest: Vec<String>,
+    /// The words typed, each once (case aside), in the order typed.
+    words: Vec<String>,
+    /// The words typed, one space between each, when there are several: a name of several
+    /// words ("van der Berg", "Mary Ann") begins with it.
+    whole: Option<String>,
     /// The term as a confirmation code, when it can be one (8 letters and digits).
     code: Option<String>,
     /// Whether a name is all it may match: a participant of an open event sees the others'
@@ -40,8 +45,10 @@ impl RegistrationSearch {
         if term.chars().any(char::is_control) {
             return Err(FieldError::InvalidFormat);
         }
+        let typed: Vec<&str> = term.split_whitespace().collect();
+        let whole = (typed.len() > 1).then(|| typed.join(" "));
         let mut words: Vec<String> = Vec::new();
-        for word in term.split_whitespace() {
+        for word in typed {
             if !words
                 .iter()
                 .any(|w| w.to_lowercase() == word.to_lowercase())
@@ -49,16 +56,11 @@ impl RegistrationSearch {
                 words.push(word.to_owned());
             }
         }
-        // The longest word first; among equals, the one typed first.
-        let longest = (0..words.len())
-            .max_by_key(|&i| (words[i].chars().count(), std::cmp::Reverse(i)))
-            .unwrap_or(0);
-        let lead = words.remove(longest);
         let code = (term.len() == 8 && term.chars().all(|c| c.is_ascii_alphanumeric()))
             .then(|| term.to_ascii_uppercase());
         Ok(Some(RegistrationSearch {
-            lead,
-            rest: words,
+            words,
+            whole,
             code,
             names_only: false,
         }))
@@ -73,12 +75,24 @@ impl RegistrationSearch {
         }
     }
 
-    pub fn lead(&self) -> &str {
-        &self.lead
+    /// The words asked of the indexes: the longest (the narrowest ranges), at most
+    /// `INDEXED_WORDS`, among equals the ones typed first; the rest of the slots empty.
+    pub fn indexed(&self) -> [Option<&str>; INDEXED_WORDS] {
+        let mut order: Vec<usize> = (0..self.words.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(self.words[i].chars().count()));
+        let mut slots = [None; INDEXED_WORDS];
+        for (slot, i) in slots.iter_mut().zip(order) {
+            *slot = Some(self.words[i].as_str());
+        }
+        slots
     }
 
-    pub fn rest(&self) -> &[String] {
-        &self.rest
+    pub fn words(&self) -> &[String] {
+        &self.words
+    }
+
+    pub fn whole(&self) -> Option<&str> {
+        self.whole.as_deref()
     }
 
     pub fn code(&self) -> Option<&str> {
@@ -95,30 +109,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_longest_word_leads_and_the_others_follow() {
+    fn the_longest_words_are_asked_of_the_indexes() {
         let s = RegistrationSearch::parse("  Ann Smith ").unwrap().unwrap();
-        assert_eq!(s.lead(), "Smith");
-        assert_eq!(s.rest(), ["Ann"]);
+        assert_eq!(s.indexed(), [Some("Smith"), Some("Ann"), None]);
+        assert_eq!(s.words(), ["Ann", "Smith"]);
+        assert_eq!(s.whole(), Some("Ann Smith"));
         assert_eq!(s.code(), None);
-        let s = RegistrationSearch::parse("анна  попова").unwrap().unwrap();
-        assert_eq!(s.lead(), "попова");
-        assert_eq!(s.rest(), ["анна"]);
+        let s = RegistrationSearch::parse("a bb ccc dddd").unwrap().unwrap();
+        assert_eq!(s.indexed(), [Some("dddd"), Some("ccc"), Some("bb")]);
+        assert_eq!(s.words().len(), 4);
+        let s = RegistrationSearch::parse(" Lee ").unwrap().unwrap();
+        assert_eq!(s.indexed(), [Some("Lee"), None, None]);
+        assert_eq!(s.whole(), None);
         assert_eq!(RegistrationSearch::parse("   ").unwrap(), None);
     }
 
     #[test]
     fn equal_lengths_keep_the_typed_order_and_repeats_count_once() {
         let s = RegistrationSearch::parse("Lee Kim lee").unwrap().unwrap();
-        assert_eq!(s.lead(), "Lee");
-        assert_eq!(s.rest(), ["Kim"]);
+        assert_eq!(s.words(), ["Lee", "Kim"]);
+        assert_eq!(s.indexed(), [Some("Lee"), Some("Kim"), None]);
+        // The whole term is what was typed, repeats included.
+        assert_eq!(s.whole(), Some("Lee Kim lee"));
     }
 
     #[test]
     fn a_code_is_also_a_word() {
         let s = RegistrationSearch::parse("ab12cd34").unwrap().unwrap();
         assert_eq!(s.code(), Some("AB12CD34"));
-        assert_eq!(s.lead(), "ab12cd34");
-        assert!(s.rest().is_empty());
+        assert_eq!(s.words(), ["ab12cd34"]);
         let s = RegistrationSearch::parse("ab12 cd34").unwrap().unwrap();
         assert_eq!(s.code(), None);
     }
@@ -126,7 +145,7 @@ mod tests {
     #[test]
     fn wildcards_are_plain_characters() {
         let s = RegistrationSearch::parse("50%_off\\").unwrap().unwrap();
-        assert_eq!(s.lead(), "50%_off\\");
+        assert_eq!(s.words(), ["50%_off\\"]);
     }
 
     #[test]

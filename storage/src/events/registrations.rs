@@ -223,42 +223,51 @@ async fn list_where(
     let tx = db.begin(scope).await?;
     let status = filter.status.map(|s| s.as_str());
     let search = filter.search.as_ref();
-    let lead = search.map(RegistrationSearch::lead);
     let names_only = search.is_some_and(RegistrationSearch::is_names_only);
     let code = search.and_then(RegistrationSearch::code);
-    let rest = search
-        .map(RegistrationSearch::rest)
-        .filter(|rest| !rest.is_empty());
+    let words = search.map(RegistrationSearch::words);
+    let whole = search.and_then(RegistrationSearch::whole);
+    let [first, second, third] = search.map(RegistrationSearch::indexed).unwrap_or_default();
     // Each statement is planned with its values, so a list without a search drops the
-    // search's terms, and a search without a code or further words drops theirs. Under row
-    // level security only leakproof conditions become index conditions: the lead word is a
-    // range of each field's lower-cased copy (V14), one index each; the other words are
-    // checked on the rows it found (docs/decisions.md, "Finding a person").
+    // search's terms, and a search drops the words, whole term or code it has not. Under row
+    // level security only leakproof conditions become index conditions: the longest words
+    // and the whole term are ranges of each field's lower-cased copy (V14), one index each;
+    // every word is then checked on the rows found, as the beginning of a word of a name or
+    // of the email (docs/decisions.md, "Searching registrations").
     let found = page::fetch(
         &tx,
         COLUMNS,
-        "FROM event_service.registrations r WHERE ($1::uuid IS NULL OR r.event_id = $1)
-           AND ($2::text IS NULL OR r.status = $2) AND ($3::uuid IS NULL OR r.ticket_type_id = $3)
-           AND (NOT $4 OR r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))
-           AND ($5::text IS NULL
-                OR (((r.search_first >= lower($5) AND r.search_first < lower($5) || chr(1114111))
-                     OR (r.search_last >= lower($5) AND r.search_last < lower($5) || chr(1114111))
-                     OR (NOT $6 AND r.search_email >= lower($5) AND r.search_email < lower($5) || chr(1114111))
-                     OR ($7::text IS NOT NULL AND r.confirmation_code = $7))
-                    AND ($8::text[] IS NULL
-                         OR NOT EXISTS (SELECT 1 FROM unnest($8::text[]) w
-                                        WHERE NOT (starts_with(r.search_first, lower(w))
-                                                   OR starts_with(r.search_last, lower(w))
-                                                   OR (NOT $6 AND starts_with(r.search_email, lower(w))))))))",
+        &format!(
+            "FROM event_service.registrations r WHERE ($1::uuid IS NULL OR r.event_id = $1)
+               AND ($2::text IS NULL OR r.status = $2) AND ($3::uuid IS NULL OR r.ticket_type_id = $3)
+               AND (NOT $4 OR r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))
+               AND ($5::text[] IS NULL
+                    OR (({indexed_9} OR {indexed_10} OR {indexed_11}
+                         OR ($8::text IS NOT NULL AND ({first_8} OR {last_8}))
+                         OR ($7::text IS NOT NULL AND r.confirmation_code = $7))
+                        AND (($7::text IS NOT NULL AND r.confirmation_code = $7)
+                             OR NOT EXISTS (SELECT 1 FROM unnest($5::text[]) w
+                                            WHERE NOT (strpos(' ' || r.search_first, ' ' || lower(w)) > 0
+                                                       OR strpos(' ' || r.search_last, ' ' || lower(w)) > 0
+                                                       OR (NOT $6 AND starts_with(r.search_email, lower(w))))))))",
+            indexed_9 = indexed(9),
+            indexed_10 = indexed(10),
+            indexed_11 = indexed(11),
+            first_8 = begins("first", 8),
+            last_8 = begins("last", 8),
+        ),
         &[
             &event,
             &status,
             &filter.ticket_type_id,
             &filter.active_only,
-            &lead,
+            &words,
             &names_only,
             &code,
-            &rest,
+            &whole,
+            &first,
+            &second,
+            &third,
         ],
         request,
         "r.id",
@@ -267,6 +276,24 @@ async fn list_where(
     .await?;
     tx.commit().await?;
     Ok(found)
+}
+
+/// `search_{field}` begins with the lower-cased `$param`: one range of its index, leakproof.
+fn begins(field: &str, param: u8) -> String {
+    format!(
+        "(r.search_{field} >= lower(${param}) AND r.search_{field} < lower(${param}) || chr(1114111))"
+    )
+}
+
+/// The word `$param`, when there is one, begins a first name, a last name or (unless names
+/// only, `$6`) an email.
+fn indexed(param: u8) -> String {
+    format!(
+        "(${param}::text IS NOT NULL AND ({} OR {} OR (NOT $6 AND {})))",
+        begins("first", param),
+        begins("last", param),
+        begins("email", param)
+    )
 }
 
 /// The registrations of an OPEN event as one of its participants may see them (everyone who
