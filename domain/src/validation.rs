@@ -216,3 +216,60 @@ mod tests {
         assert!(errors.into_result().is_err());
     }
 }
+
+/// Whether `text` is an address a browser can open: `http://` or `https://` (any case), a host
+/// (a name, an IPv4 address or a bracketed IPv6 one), and no spaces or control characters.
+/// Clients put such values straight into links and `<img src>`, and other programs parse them,
+/// so one that only starts like an address (`http://[`) is refused rather than stored.
+pub fn is_web_address(text: &str) -> bool {
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return false;
+    }
+    // The parser forgives what a browser forgives (`https:///host`, `http:\\host`); an
+    // address typed into bilet is taken as written or not at all.
+    let rest = ["https://", "http://"].iter().find_map(|scheme| {
+        text.get(..scheme.len())
+            .filter(|head| head.eq_ignore_ascii_case(scheme))
+            .map(|_| &text[scheme.len()..])
+    });
+    if rest.is_none_or(|rest| rest.is_empty() || rest.starts_with(['/', '\\', '?', '#'])) {
+        return false;
+    }
+    url::Url::parse(text).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+    })
+}
+
+#[cfg(test)]
+mod web_address_tests {
+    use super::is_web_address;
+
+    #[test]
+    fn only_whole_http_addresses_with_a_host_pass() {
+        for ok in [
+            "https://example.org",
+            "HTTP://Example.org/a?b=c#d",
+            "http://127.0.0.1:8080/x",
+            "https://[::1]/",
+            "https://пример.рф/путь",
+        ] {
+            assert!(is_web_address(ok), "{ok}");
+        }
+        for bad in [
+            "http://[",
+            "http://[::1",
+            "https://",
+            "https:///path",
+            "http:\\\\example.org",
+            "http://\\example.org",
+            "http://exa mple.org",
+            "http://a\u{0}b",
+            "javascript:alert(1)",
+            "ftp://example.org",
+            "example.org",
+            "",
+        ] {
+            assert!(!is_web_address(bad), "{bad}");
+        }
+    }
+}

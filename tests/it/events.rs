@@ -200,12 +200,17 @@ async fn validation_and_slugs() {
             .body["details"]["locationType"]
             .is_string()
     );
-    assert!(
-        bad(json!({"title": "T", "startsAt": at(3), "locationUrl": "javascript:alert(1)"}))
-            .await
-            .body["details"]["locationUrl"]
-            .is_string()
-    );
+    // Only whole addresses: one that merely starts like one (an unclosed IPv6 host, no host)
+    // would be stored and break whatever parses it later.
+    for url in ["javascript:alert(1)", "http://[", "https:///path"] {
+        assert!(
+            bad(json!({"title": "T", "startsAt": at(3), "locationUrl": url}))
+                .await
+                .body["details"]["locationUrl"]
+                .is_string(),
+            "{url}"
+        );
+    }
     assert!(
         bad(json!({"title": "T", "startsAt": at(3), "participantsVisibility": "PUBLIC"}))
             .await

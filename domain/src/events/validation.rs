@@ -95,9 +95,7 @@ pub fn check_times(
 pub fn check_url(errors: &mut FieldErrors, field: &str, url: &str) {
     if url.chars().count() > 500 {
         errors.add(field, FieldError::TooLong { max: 500 });
-    } else if !(url.starts_with("https://") || url.starts_with("http://"))
-        || url.contains(char::is_whitespace)
-    {
+    } else if !crate::validation::is_web_address(url) {
         errors.add(field, FieldError::InvalidFormat);
     }
 }

@@ -91,17 +91,7 @@ pub fn check_logo_url(errors: &mut FieldErrors, field: &str, url: &str) {
     if url.is_empty() {
         return;
     }
-    let rest = ["https://", "http://"].iter().find_map(|scheme| {
-        url.get(..scheme.len())
-            .filter(|head| head.eq_ignore_ascii_case(scheme))
-            .map(|_| &url[scheme.len()..])
-    });
-    let valid = rest.is_some_and(|rest| {
-        !rest.is_empty()
-            && !rest.starts_with(['/', '?', '#'])
-            && !url.chars().any(|c| c.is_whitespace() || c.is_control())
-    });
-    if !valid {
+    if !crate::validation::is_web_address(url) {
         errors.add(
             field,
             FieldError::Invalid(Text {
