@@ -237,25 +237,7 @@ async fn list_where(
     let found = page::fetch(
         &tx,
         COLUMNS,
-        &format!(
-            "FROM event_service.registrations r WHERE ($1::uuid IS NULL OR r.event_id = $1)
-               AND ($2::text IS NULL OR r.status = $2) AND ($3::uuid IS NULL OR r.ticket_type_id = $3)
-               AND (NOT $4 OR r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))
-               AND ($5::text[] IS NULL
-                    OR (({indexed_9} OR {indexed_10} OR {indexed_11}
-                         OR ($8::text IS NOT NULL AND ({first_8} OR {last_8}))
-                         OR ($7::text IS NOT NULL AND r.confirmation_code = $7))
-                        AND (($7::text IS NOT NULL AND r.confirmation_code = $7)
-                             OR NOT EXISTS (SELECT 1 FROM unnest($5::text[]) w
-                                            WHERE NOT (strpos(' ' || r.search_first, ' ' || lower(w)) > 0
-                                                       OR strpos(' ' || r.search_last, ' ' || lower(w)) > 0
-                                                       OR (NOT $6 AND starts_with(r.search_email, lower(w))))))))",
-            indexed_9 = indexed(9),
-            indexed_10 = indexed(10),
-            indexed_11 = indexed(11),
-            first_8 = begins("first", 8),
-            last_8 = begins("last", 8),
-        ),
+        &LIST_WHERE,
         &[
             &event,
             &status,
@@ -277,6 +259,31 @@ async fn list_where(
     tx.commit().await?;
     Ok(found)
 }
+
+/// The list's `FROM … WHERE`: $1 event, $2 status, $3 ticket type, $4 active only, $5 the
+/// words, $6 names only, $7 the code, $8 the whole term, $9–$11 the words asked of the indexes.
+/// Made once: only its values change between lists.
+static LIST_WHERE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+            "FROM event_service.registrations r WHERE ($1::uuid IS NULL OR r.event_id = $1)
+               AND ($2::text IS NULL OR r.status = $2) AND ($3::uuid IS NULL OR r.ticket_type_id = $3)
+               AND (NOT $4 OR r.status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN'))
+               AND ($5::text[] IS NULL
+                    OR (({indexed_9} OR {indexed_10} OR {indexed_11}
+                         OR ($8::text IS NOT NULL AND ({first_8} OR {last_8}))
+                         OR ($7::text IS NOT NULL AND r.confirmation_code = $7))
+                        AND (($7::text IS NOT NULL AND r.confirmation_code = $7)
+                             OR NOT EXISTS (SELECT 1 FROM unnest($5::text[]) w
+                                            WHERE NOT (strpos(' ' || r.search_first, ' ' || lower(w)) > 0
+                                                       OR strpos(' ' || r.search_last, ' ' || lower(w)) > 0
+                                                       OR (NOT $6 AND starts_with(r.search_email, lower(w))))))))",
+            indexed_9 = indexed(9),
+            indexed_10 = indexed(10),
+            indexed_11 = indexed(11),
+            first_8 = begins("first", 8),
+            last_8 = begins("last", 8),
+    )
+});
 
 /// `search_{field}` begins with the lower-cased `$param`: one range of its index, leakproof.
 fn begins(field: &str, param: u8) -> String {
