@@ -14,7 +14,7 @@ const DAILY: Schedule = Schedule::Every(Duration::from_secs(24 * 3600));
 /// How often the outbox backlog gauge is refreshed.
 const BACKLOG: Schedule = Schedule::Every(Duration::from_secs(10));
 /// Consumers' claims of applied events are kept this many days.
-const CLAIMS_KEPT_DAYS: u32 = 30;
+const CLAIMS_KEPT_DAYS: i64 = 30;
 /// Analytics records older than this many days are removed.
 const ANALYTICS_RETENTION_DAYS: i64 = 365;
 
@@ -27,6 +27,7 @@ pub fn for_node(state: &AppState, services: &[Service]) -> Vec<Job> {
     jobs.push(outbox_backlog(state, services));
     if services.iter().any(|service| service.schema().is_some()) {
         jobs.push(forget_claims(state, services));
+        jobs.push(purge_outboxes(state, services));
     }
     jobs
 }
@@ -184,13 +185,34 @@ fn forget_claims(state: &AppState, services: &[Service]) -> Job {
     Job::new("node.processed_events", DAILY, move || {
         let (s, schemas) = (s.clone(), schemas.clone());
         async move {
+            let before = s.clock.now() - chrono::Duration::days(CLAIMS_KEPT_DAYS);
             let mut forgotten = 0u64;
             for schema in schemas {
-                forgotten += storage::inbox::forget_older_than(&s.db, schema, CLAIMS_KEPT_DAYS)
+                forgotten += storage::inbox::forget_older_than(&s.db, schema, before)
                     .await
                     .map_err(|e| e.to_string())?;
             }
             count(Ok::<_, String>(forgotten))
+        }
+    })
+}
+
+/// Deletes the events published more than `storage::outbox::KEEP_PUBLISHED` ago from the
+/// outboxes of this node's services.
+fn purge_outboxes(state: &AppState, services: &[Service]) -> Job {
+    let s = state.clone();
+    let schemas = schemas_of(services);
+    Job::new("node.outbox_published", HOURLY, move || {
+        let (s, schemas) = (s.clone(), schemas.clone());
+        async move {
+            let before = s.clock.now() - storage::outbox::KEEP_PUBLISHED;
+            let mut purged = 0u64;
+            for schema in schemas {
+                purged += storage::outbox::purge_published(&s.db, schema, before)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            count(Ok::<_, String>(purged))
         }
     })
 }

@@ -65,9 +65,32 @@ id_type!(
     EventId
 );
 
+/// The smallest v7 id minted at `at`: every id we minted before `at` sorts below it, so
+/// "older than" becomes a range of a table's id index instead of a scan of the whole table.
+pub fn v7_floor(at: chrono::DateTime<chrono::Utc>) -> Uuid {
+    let millis = u128::try_from(at.timestamp_millis()).unwrap_or(0) & ((1 << 48) - 1);
+    Uuid::from_u128(millis << 80)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_floor_of_an_instant_sorts_between_ids_minted_before_and_after_it() {
+        let before = TenantId::new().as_uuid();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let floor = v7_floor(chrono::Utc::now());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let after = TenantId::new().as_uuid();
+        assert!(before < floor && floor < after, "{before} {floor} {after}");
+        assert_eq!(
+            v7_floor(chrono::DateTime::from_timestamp_millis(0x0123_4567_89ab).unwrap())
+                .to_string(),
+            "01234567-89ab-0000-0000-000000000000"
+        );
+        assert_eq!(v7_floor(chrono::DateTime::UNIX_EPOCH), Uuid::nil());
+    }
 
     #[test]
     fn ids_are_time_ordered_and_round_trip() {

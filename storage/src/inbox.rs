@@ -8,6 +8,7 @@
 use crate::broker::{Handler, HandlerError, Subscription};
 use crate::db::{Database, DbError, Schema, Scope, Tx};
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use domain::contract::{ContractError, DomainEvent, Kind};
 use domain::envelope::Envelope;
 use domain::ids::EventId;
@@ -294,26 +295,46 @@ pub async fn claim_all(
 /// statement deleting them all would hold its locks and bloat its WAL record for minutes.
 const FORGET_SLICE: i64 = 10_000;
 
-/// Forgets the claims of `schema` older than `days` (a redelivery that late does not happen:
-/// brokers retry within minutes, and dead letters were never claimed), slice by slice, so the
-/// table holds a bounded window of history rather than every event ever applied.
-pub async fn forget_older_than(db: &Database, schema: Schema, days: u32) -> Result<u64, DbError> {
+/// Forgets the claims of `schema` made before `before` (a redelivery that late does not
+/// happen: brokers retry within minutes, and dead letters were never claimed), slice by slice,
+/// so the table holds a bounded window of history rather than every event ever applied. An
+/// event's id is a v7 id minted before it was claimed, so each slice reads only the range of
+/// each consumer's claims below the floor of `before` in the primary key, not the whole table.
+pub async fn forget_older_than(
+    db: &Database,
+    schema: Schema,
+    before: DateTime<Utc>,
+) -> Result<u64, DbError> {
     let client = db.client().await?;
+    let s = schema.name();
+    // The consumers, one primary-key probe each (the table has a handful of them).
+    let consumers: Vec<String> = client
+        .query(
+            &format!(
+                "WITH RECURSIVE c(consumer) AS (
+                     SELECT min(consumer) FROM {s}.processed_events
+                     UNION ALL
+                     SELECT (SELECT min(consumer) FROM {s}.processed_events p WHERE p.consumer > c.consumer)
+                       FROM c WHERE c.consumer IS NOT NULL)
+                 SELECT consumer FROM c WHERE consumer IS NOT NULL"
+            ),
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<Result<_, _>>()?;
+    let old = "consumer = ANY($1) AND event_id < $2 AND processed_at < $3";
     let sql = format!(
         "DELETE FROM {s}.processed_events WHERE ctid = ANY(ARRAY(
-            SELECT ctid FROM {s}.processed_events
-             WHERE processed_at < now() - make_interval(days => $1) LIMIT $2))",
-        s = schema.name()
+            SELECT ctid FROM {s}.processed_events WHERE {old} LIMIT $4))"
     );
-    let left = format!(
-        "SELECT EXISTS (SELECT 1 FROM {s}.processed_events
-                         WHERE processed_at < now() - make_interval(days => $1))",
-        s = schema.name()
-    );
+    let left = format!("SELECT EXISTS (SELECT 1 FROM {s}.processed_events WHERE {old})");
+    let floor = domain::ids::v7_floor(before);
     let mut forgotten = 0;
     loop {
         let n = client
-            .execute(&sql, &[&(days as i32), &FORGET_SLICE])
+            .execute(&sql, &[&consumers, &floor, &before, &FORGET_SLICE])
             .await?;
         forgotten += n;
         // A slice that deleted nothing may only have waited for another node cleaning the same
@@ -322,7 +343,7 @@ pub async fn forget_older_than(db: &Database, schema: Schema, days: u32) -> Resu
             continue;
         }
         let any_left: bool = client
-            .query_one(&left, &[&(days as i32)])
+            .query_one(&left, &[&consumers, &floor, &before])
             .await?
             .try_get(0)?;
         if !any_left {

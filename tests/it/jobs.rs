@@ -39,6 +39,7 @@ async fn a_node_declares_the_jobs_of_exactly_its_services() {
             "events.idempotency_keys",
             "node.outbox_backlog",
             "node.processed_events",
+            "node.outbox_published",
         ]
     );
     // A gateway alone keeps only the node's own gauge (it has no claims to forget).
@@ -138,21 +139,36 @@ async fn an_events_only_node_purges_the_event_schema_and_only_it() {
     node.stop().await;
 }
 
+/// A v7 id minted at the SQL time `at`, as the services mint them.
+fn v7_at(at: &str) -> String {
+    format!(
+        "(lpad(to_hex((extract(epoch FROM {at}) * 1000)::bigint), 12, '0')
+          || substr(replace(gen_random_uuid()::text, '-', ''), 13))::uuid"
+    )
+}
+
 #[tokio::test]
 async fn claims_older_than_thirty_days_are_forgotten_slice_by_slice_and_recent_ones_kept() {
     let t = TestDb::new().await;
     let owner = t.owner().await;
-    // 25,000 old claims (more than two slices) and 3 recent ones, of two consumers.
+    // 25,000 old claims (more than two slices) of two consumers, 3 recent ones, and one of an
+    // old event claimed only yesterday (a consumer that was down for a month).
+    let (old, recent) = (
+        v7_at("now() - interval '31 days'"),
+        v7_at("now() - interval '29 days'"),
+    );
     owner
-        .batch_execute(
+        .batch_execute(&format!(
             "INSERT INTO event_service.processed_events (consumer, event_id, processed_at)
-               SELECT CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, gen_random_uuid(), now() - interval '31 days'
+               SELECT CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END, {old}, now() - interval '31 days'
                FROM generate_series(1, 25000) i;
              INSERT INTO event_service.processed_events (consumer, event_id, processed_at)
-               SELECT 'a', gen_random_uuid(), now() - interval '29 days' FROM generate_series(1, 3);
+               SELECT 'a', {recent}, now() - interval '29 days' FROM generate_series(1, 3);
+             INSERT INTO event_service.processed_events (consumer, event_id, processed_at)
+               VALUES ('c', {old}, now() - interval '1 day');
              INSERT INTO user_service.processed_events (consumer, event_id, processed_at)
-               VALUES ('c', gen_random_uuid(), now() - interval '40 days');",
-        )
+               VALUES ('c', {old}, now() - interval '40 days');"
+        ))
         .await
         .unwrap();
     let node = node_of(&t, &[Service::Events]).await;
@@ -165,8 +181,76 @@ async fn claims_older_than_thirty_days_are_forgotten_slice_by_slice_and_recent_o
     let forgotten = job.run().await.unwrap();
     // The node may have run it once at start already; together they forgot all 25,000.
     assert!(forgotten <= 25_000);
-    assert_eq!(count(&owner, "event_service.processed_events").await, 3);
+    let kept = owner
+        .query(
+            "SELECT consumer, count(*) FROM event_service.processed_events GROUP BY 1 ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)))
+        .collect::<Vec<_>>();
+    assert_eq!(kept, vec![("a".to_string(), 3), ("c".to_string(), 1)]);
     // Identity's claims wait for a node that runs identity.
     assert_eq!(count(&owner, "user_service.processed_events").await, 1);
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn events_published_more_than_seven_days_ago_are_deleted_and_the_rest_kept() {
+    let t = TestDb::new().await;
+    let owner = t.owner().await;
+    let (old, recent) = (
+        v7_at("now() - interval '8 days'"),
+        v7_at("now() - interval '6 days'"),
+    );
+    let row = |id: &str, published: &str, kind: &str| {
+        format!(
+            "INSERT INTO event_service.outbox (id, event_type, occurred_at, data, published_at)
+             SELECT {id}, '{kind}', now(), '{{}}', {published} FROM generate_series(1, 3);"
+        )
+    };
+    owner
+        .batch_execute(&format!(
+            "{}{}{}{}",
+            // Written and published more than seven days ago: deleted.
+            row(&old, "now() - interval '8 days'", "test.old"),
+            // Written long ago, published only yesterday (the broker was away): kept.
+            row(&old, "now() - interval '1 day'", "test.late"),
+            // Written long ago and never published: kept for the relay.
+            row(&old, "NULL", "test.unpublished"),
+            row(&recent, "now() - interval '6 days'", "test.recent"),
+        ))
+        .await
+        .unwrap();
+    let node = node_of(&t, &[Service::Events]).await;
+    let job = bilet::jobs::for_node(&node.state, &[Service::Events])
+        .into_iter()
+        .find(|j| j.name == "node.outbox_published")
+        .unwrap();
+    let purged = job.run().await.unwrap();
+    // The node ran it once at start already, or this run did it.
+    assert!(purged == 0 || purged == 3, "{purged}");
+    let kept = owner
+        .query(
+            "SELECT event_type, count(*) FROM event_service.outbox WHERE event_type LIKE 'test.%'
+              GROUP BY 1 ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)))
+        .collect::<Vec<_>>();
+    let kept: Vec<(&str, i64)> = kept.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+    assert_eq!(
+        kept,
+        vec![
+            ("test.late", 3),
+            ("test.recent", 3),
+            ("test.unpublished", 3)
+        ]
+    );
     node.stop().await;
 }

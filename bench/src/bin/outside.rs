@@ -222,6 +222,64 @@ fn answered_ids(file: &Path, threads: usize) -> anyhow::Result<Vec<Uuid>> {
     Ok(ids)
 }
 
+/// Blocks read from outside PostgreSQL's buffers and found in them, by table and by index,
+/// from its statistics views: which relations a history makes the database read from the
+/// operating system.
+struct BlockReads(std::collections::HashMap<String, (i64, i64)>);
+
+impl BlockReads {
+    async fn sample(db: &tokio_postgres::Client) -> anyhow::Result<BlockReads> {
+        let rows = db
+            .query(
+                "SELECT schemaname || '.' || relname, coalesce(heap_blks_read, 0), coalesce(heap_blks_hit, 0)
+                   FROM pg_statio_user_tables
+                 UNION ALL
+                 SELECT schemaname || '.' || indexrelname, coalesce(idx_blks_read, 0), coalesce(idx_blks_hit, 0)
+                   FROM pg_statio_user_indexes",
+                &[],
+            )
+            .await
+            .context("read pg_statio")?;
+        Ok(BlockReads(
+            rows.iter()
+                .map(|row| (row.get(0), (row.get(1), row.get(2))))
+                .collect(),
+        ))
+    }
+
+    fn since(&self, before: &BlockReads) -> BlockReads {
+        BlockReads(
+            self.0
+                .iter()
+                .map(|(name, (read, hit))| {
+                    let (read0, hit0) = before.0.get(name).copied().unwrap_or((0, 0));
+                    (name.clone(), (read - read0, hit - hit0))
+                })
+                .collect(),
+        )
+    }
+
+    fn read(&self) -> i64 {
+        self.0.values().map(|(read, _)| read).sum()
+    }
+
+    fn hit(&self) -> i64 {
+        self.0.values().map(|(_, hit)| hit).sum()
+    }
+
+    /// The `n` relations read most from outside the buffers.
+    fn top(&self, n: usize) -> Vec<(&str, i64, i64)> {
+        let mut all: Vec<_> = self
+            .0
+            .iter()
+            .map(|(name, (read, hit))| (name.as_str(), *read, *hit))
+            .collect();
+        all.sort_by_key(|(_, read, _)| std::cmp::Reverse(*read));
+        all.truncate(n);
+        all
+    }
+}
+
 const TABLE: &str = "| history | events | requests | seats per event | successes/s | p50 ms | p90 ms | p99 ms | created | sold out | errors | oversold | not sold out | miscounted | lost | bilet CPU ms per registration | PostgreSQL CPU ms per registration | wrk CPU ms per registration |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 #[tokio::main]
@@ -257,8 +315,12 @@ async fn main() -> anyhow::Result<()> {
         setup.history, setup.requests, setup.events, setup.seats, setup.threads, setup.connections
     );
     let bilet = node.child.id();
+    let reads_before = BlockReads::sample(&db).await?;
     let wrk = tokio::task::block_in_place(|| run_wrk(&setup, &node.gateway, &file, bilet))?;
     println!("{}\n", wrk.report);
+    // The statistics reach the shared counters within a second of a transaction's end.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let reads = BlockReads::sample(&db).await?.since(&reads_before);
     let created = wrk.count("created");
     let ids = answered_ids(&file, setup.threads)?;
     let audit = audit(&db, &sales.type_ids(), created, &ids).await?;
@@ -307,6 +369,14 @@ async fn main() -> anyhow::Result<()> {
         wrk.count("timeouts"),
         wrk.number("maxMs"),
     );
+    println!(
+        "\nblocks the burst read from outside PostgreSQL's buffers (of {} read in all, {} found in them), by table or index:",
+        reads.read(),
+        reads.hit()
+    );
+    for (relation, read, hit) in reads.top(10) {
+        println!("  {relation}: {read} read, {hit} hit");
+    }
     anyhow::ensure!(
         audit.faults() == 0,
         "not every ticket type was sold exactly out with every registration answered: see oversold, not sold out, miscounted and lost"

@@ -2,9 +2,11 @@
 //! change it describes, so an event is published if and only if its change committed.
 
 mod doorbell;
+mod purge;
 mod relay;
 
 pub(crate) use doorbell::ring;
+pub use purge::{KEEP_PUBLISHED, purge_published};
 pub use relay::{Relay, RelayHandle};
 
 use crate::db::{DbError, Schema, Tx};

@@ -16,8 +16,6 @@ use tokio::task::JoinHandle;
 const BATCH: i64 = 200;
 /// The pause before publishing again to a consumer that is behind.
 const BEHIND_PAUSE: Duration = Duration::from_millis(100);
-/// Published rows are kept this long for inspection, then deleted.
-const KEEP_PUBLISHED: &str = "7 days";
 
 /// Publishes the outbox of a set of schemas.
 pub struct Relay {
@@ -99,16 +97,11 @@ async fn run_schema(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut failures: u32 = 0;
-    let mut rounds: u64 = 0;
     loop {
         if *stop.borrow() {
             return;
         }
         let outcome = publish_round(&db, broker.as_ref(), schema).await;
-        rounds += 1;
-        if rounds.is_multiple_of(3600) {
-            let _ = purge_published(&db, schema).await;
-        }
         match outcome {
             Ok(n) if n as i64 >= BATCH => failures = 0,
             Ok(_) => {
@@ -220,20 +213,6 @@ async fn publish_round(
         Some((reason, false)) => Err(RoundError::Broker(reason)),
         None => Ok(confirmed),
     }
-}
-
-async fn purge_published(db: &Database, schema: Schema) -> Result<(), DbError> {
-    let client = db.client().await?;
-    client
-        .execute(
-            &format!(
-                "DELETE FROM {}.outbox WHERE published_at < now() - interval '{KEEP_PUBLISHED}'",
-                schema.name()
-            ),
-            &[],
-        )
-        .await?;
-    Ok(())
 }
 
 #[cfg(test)]
