@@ -198,6 +198,59 @@ async fn dead_letters_are_kept_in_postgres_across_a_restart_and_replayed() {
 }
 
 #[tokio::test]
+async fn a_dead_letter_of_an_outbox_event_keeps_its_event_after_the_outbox_forgot_it() {
+    let t = TestDb::new().await;
+    let policy = RetryPolicy {
+        max_attempts: 2,
+        base_delay: Duration::from_millis(50),
+    };
+    let bus = durable(&t, policy).await;
+    let broken = FailsThen::new(usize::MAX);
+    let consumer = broken.consumer.clone();
+    bus.subscribe(broken.subscription()).await.unwrap();
+    let relay = start_relay(&t, bus.clone());
+    let id = write_event(&t, "retry.from-outbox", true).await;
+    assert!(
+        eventually(10, || async {
+            deliveries::dead_letters(&t.db, Some(&consumer))
+                .await
+                .unwrap()
+                .len()
+                == 1
+        })
+        .await,
+        "parked after max_attempts"
+    );
+    relay.stop().await;
+    // The outbox forgets the event (its 7 days are over); the dead letter has its own copy.
+    t.owner()
+        .await
+        .execute(
+            "DELETE FROM event_service.outbox WHERE id = $1",
+            &[&id.as_uuid()],
+        )
+        .await
+        .unwrap();
+    let letters = deliveries::dead_letters(&t.db, Some(&consumer))
+        .await
+        .unwrap();
+    let event = letters[0].event.as_ref().expect("the dead letter's event");
+    assert_eq!(
+        (event.id, event.event_type.as_str()),
+        (id, "retry.from-outbox")
+    );
+    assert_eq!(event.data, serde_json::json!({"n": "retry.from-outbox"}));
+
+    // Replayed, it reaches a consumer that works now, from the copy.
+    drop(bus);
+    let second = durable(&t, policy).await;
+    let fixed = FailsThen::named(&consumer, 0);
+    second.subscribe(fixed.subscription()).await.unwrap();
+    assert_eq!(deliveries::replay(&t.db, &consumer).await.unwrap(), 1);
+    assert!(eventually(10, || async { fixed.handled() == vec![id] }).await);
+}
+
+#[tokio::test]
 async fn a_delivery_in_flight_at_a_crash_is_delivered_once_after_the_restart() {
     let t = TestDb::new().await;
     let policy = crate::outbox::POLICY;
@@ -231,6 +284,24 @@ async fn a_delivery_in_flight_at_a_crash_is_delivered_once_after_the_restart() {
         rows(&t, &consumer).await,
         1,
         "recorded before it was confirmed"
+    );
+    // Recorded by its place in the outbox, not as a copy of the event.
+    let recorded = t
+        .owner()
+        .await
+        .query_one(
+            "SELECT event IS NULL, source, event_id FROM broker.deliveries WHERE consumer = $1",
+            &[&consumer],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            recorded.get::<_, bool>(0),
+            recorded.get::<_, String>(1),
+            recorded.get::<_, uuid::Uuid>(2)
+        ),
+        (true, "event_service".to_string(), id.as_uuid())
     );
 
     // The process dies: its tasks stop and its owner lock goes with its connection.

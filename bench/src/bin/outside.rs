@@ -224,8 +224,12 @@ fn answered_ids(file: &Path, threads: usize) -> anyhow::Result<Vec<Uuid>> {
 
 /// Blocks read from outside PostgreSQL's buffers and found in them, by table and by index,
 /// from its statistics views: which relations a history makes the database read from the
-/// operating system.
-struct BlockReads(std::collections::HashMap<String, (i64, i64)>);
+/// operating system; and the WAL written (a page first changed since a checkpoint is written
+/// whole into it).
+struct BlockReads {
+    relations: std::collections::HashMap<String, (i64, i64)>,
+    wal_bytes: i64,
+}
 
 impl BlockReads {
     async fn sample(db: &tokio_postgres::Client) -> anyhow::Result<BlockReads> {
@@ -240,37 +244,46 @@ impl BlockReads {
             )
             .await
             .context("read pg_statio")?;
-        Ok(BlockReads(
-            rows.iter()
+        let wal_bytes = db
+            .query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::int8", &[])
+            .await
+            .context("read the WAL position")?
+            .get(0);
+        Ok(BlockReads {
+            relations: rows
+                .iter()
                 .map(|row| (row.get(0), (row.get(1), row.get(2))))
                 .collect(),
-        ))
+            wal_bytes,
+        })
     }
 
     fn since(&self, before: &BlockReads) -> BlockReads {
-        BlockReads(
-            self.0
+        BlockReads {
+            relations: self
+                .relations
                 .iter()
                 .map(|(name, (read, hit))| {
-                    let (read0, hit0) = before.0.get(name).copied().unwrap_or((0, 0));
+                    let (read0, hit0) = before.relations.get(name).copied().unwrap_or((0, 0));
                     (name.clone(), (read - read0, hit - hit0))
                 })
                 .collect(),
-        )
+            wal_bytes: self.wal_bytes - before.wal_bytes,
+        }
     }
 
     fn read(&self) -> i64 {
-        self.0.values().map(|(read, _)| read).sum()
+        self.relations.values().map(|(read, _)| read).sum()
     }
 
     fn hit(&self) -> i64 {
-        self.0.values().map(|(_, hit)| hit).sum()
+        self.relations.values().map(|(_, hit)| hit).sum()
     }
 
     /// The `n` relations read most from outside the buffers.
     fn top(&self, n: usize) -> Vec<(&str, i64, i64)> {
         let mut all: Vec<_> = self
-            .0
+            .relations
             .iter()
             .map(|(name, (read, hit))| (name.as_str(), *read, *hit))
             .collect();
@@ -370,7 +383,12 @@ async fn main() -> anyhow::Result<()> {
         wrk.number("maxMs"),
     );
     println!(
-        "\nblocks the burst read from outside PostgreSQL's buffers (of {} read in all, {} found in them), by table or index:",
+        "\nWAL written during the burst: {:.0} MB, {:.1} kB per registration",
+        reads.wal_bytes as f64 / 1e6,
+        reads.wal_bytes as f64 / 1e3 / created.max(1) as f64
+    );
+    println!(
+        "blocks the burst read from outside PostgreSQL's buffers (of {} read in all, {} found in them), by table or index:",
         reads.read(),
         reads.hit()
     );

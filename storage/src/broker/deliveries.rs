@@ -6,8 +6,9 @@
 //! died, and replayed dead letters.
 
 use super::DeadLetter;
-use crate::db::{Database, DbError, Scope};
+use crate::db::{Database, DbError, Schema, Scope};
 use domain::envelope::Envelope;
+use std::collections::HashMap;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -24,30 +25,47 @@ pub(super) struct Taken {
 }
 
 /// Records the deliveries `(row id, consumer, event)` as held by `owner`, in one statement:
-/// once this returns they survive a crash.
+/// once this returns they survive a crash. Events read from the outbox of `outbox` are
+/// recorded by where they are (`source`, `event_id`), the others by a copy.
 pub(super) async fn record(
     db: &Database,
     owner: i64,
     rows: &[(Uuid, &str, &Envelope)],
+    outbox: Option<Schema>,
 ) -> Result<(), DbError> {
     if rows.is_empty() {
         return Ok(());
     }
     let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
     let consumers: Vec<&str> = rows.iter().map(|r| r.1).collect();
-    let events: Vec<serde_json::Value> = rows
-        .iter()
-        .map(|r| serde_json::to_value(r.2).unwrap_or(serde_json::Value::Null))
-        .collect();
-    db.client()
-        .await?
-        .execute(
-            "INSERT INTO broker.deliveries (id, consumer, event, owner)
-             SELECT u.id, u.consumer, u.event, $4
-             FROM UNNEST($1::uuid[], $2::text[], $3::jsonb[]) AS u(id, consumer, event)",
-            &[&ids, &consumers, &events, &owner],
-        )
-        .await?;
+    let client = db.client().await?;
+    match outbox {
+        Some(schema) => {
+            let events: Vec<Uuid> = rows.iter().map(|r| r.2.id.as_uuid()).collect();
+            client
+                .execute(
+                    "INSERT INTO broker.deliveries (id, consumer, source, event_id, owner)
+                     SELECT u.id, u.consumer, $3, u.event_id, $5
+                     FROM UNNEST($1::uuid[], $2::text[], $4::uuid[]) AS u(id, consumer, event_id)",
+                    &[&ids, &consumers, &schema.name(), &events, &owner],
+                )
+                .await?;
+        }
+        None => {
+            let events: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|r| serde_json::to_value(r.2).unwrap_or(serde_json::Value::Null))
+                .collect();
+            client
+                .execute(
+                    "INSERT INTO broker.deliveries (id, consumer, event, owner)
+                     SELECT u.id, u.consumer, u.event, $4
+                     FROM UNNEST($1::uuid[], $2::text[], $3::jsonb[]) AS u(id, consumer, event)",
+                    &[&ids, &consumers, &events, &owner],
+                )
+                .await?;
+        }
+    }
     Ok(())
 }
 
@@ -82,20 +100,25 @@ pub(super) async fn reschedule(
     Ok(())
 }
 
-/// Parks a delivery as a dead letter after `attempts` attempts.
+/// Parks a delivery as a dead letter after `attempts` attempts, with a copy of its event
+/// when it had only its place in an outbox: a dead letter may wait longer than the outbox
+/// keeps it.
 pub(super) async fn park(
     db: &Database,
     id: Uuid,
     attempts: u32,
     error: &str,
+    event: Option<&Envelope>,
 ) -> Result<(), DbError> {
+    let event = event.and_then(|e| serde_json::to_value(e).ok());
     db.client()
         .await?
         .execute(
             "UPDATE broker.deliveries
-             SET attempt = $2, dead_at = now(), owner = NULL, last_error = $3
+             SET attempt = $2, dead_at = now(), owner = NULL, last_error = $3,
+                 event = coalesce(event, $4)
              WHERE id = $1",
-            &[&id, &to_i32(attempts), &error],
+            &[&id, &to_i32(attempts), &error, &event],
         )
         .await?;
     Ok(())
@@ -130,19 +153,48 @@ pub(super) async fn take_up(
              )
              UPDATE broker.deliveries d SET owner = $1
              FROM free WHERE d.id = free.id
-             RETURNING d.seq, d.id, d.consumer, d.event, d.attempt",
+             RETURNING d.seq, d.id, d.consumer, d.event, d.attempt, d.source, d.event_id",
             &[&owner, &consumers, &limit],
         )
         .await?;
+    // Where a row names its event's place, the event is read from that outbox.
+    let mut wanted: HashMap<&str, Vec<Uuid>> = HashMap::new();
+    for r in &rows {
+        if let (None, Some(source), Some(event)) = (
+            r.get::<_, Option<serde_json::Value>>(3),
+            r.get::<_, Option<&str>>(5),
+            r.get::<_, Option<Uuid>>(6),
+        ) {
+            wanted.entry(source).or_default().push(event);
+        }
+    }
+    let mut found: HashMap<Uuid, serde_json::Value> = HashMap::new();
+    for (source, ids) in wanted {
+        // A name no service has is no outbox: those rows stay without an event.
+        let Some(schema) = Schema::from_name(source) else {
+            continue;
+        };
+        for event in crate::outbox::events_by_id(db, schema, &ids).await? {
+            found.insert(
+                event.id.as_uuid(),
+                serde_json::to_value(&event).unwrap_or(serde_json::Value::Null),
+            );
+        }
+    }
     let mut taken: Vec<(i64, Taken)> = rows
         .iter()
         .map(|r| {
+            let event = r.get::<_, Option<serde_json::Value>>(3).or_else(|| {
+                r.get::<_, Option<Uuid>>(6)
+                    .and_then(|id| found.get(&id).cloned())
+            });
             (
                 r.get(0),
                 Taken {
                     id: r.get(1),
                     consumer: r.get(2),
-                    event: r.get(3),
+                    // Gone from its outbox (purged): parked as undecodable by the caller.
+                    event: event.unwrap_or(serde_json::Value::Null),
                     attempt: u32::try_from(r.get::<_, i32>(4)).unwrap_or(1).max(1),
                 },
             )
@@ -172,12 +224,14 @@ pub async fn dead_letters(
     Ok(rows
         .iter()
         .map(|r| {
-            let event: serde_json::Value = r.get(2);
+            // None only for a delivery whose event was purged from its outbox before it
+            // could be parked with a copy.
+            let event: Option<serde_json::Value> = r.get(2);
             DeadLetter {
                 consumer: r.get(0),
                 attempts: u32::try_from(r.get::<_, i32>(1)).unwrap_or(0),
-                raw: event.to_string(),
-                event: serde_json::from_value(event).ok(),
+                raw: event.as_ref().map(|e| e.to_string()).unwrap_or_default(),
+                event: event.and_then(|e| serde_json::from_value(e).ok()),
                 reason: r.get(3),
             }
         })

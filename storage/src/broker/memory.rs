@@ -15,7 +15,7 @@ use super::{
     Broker, BrokerError, DeadLetter, HandlerError, PublishError, RetryPolicy, Subscription,
     deliveries, owner, retry_delay,
 };
-use crate::db::Database;
+use crate::db::{Database, Schema};
 use async_trait::async_trait;
 use domain::envelope::{Envelope, topic_matches};
 use std::sync::{Arc, Mutex};
@@ -221,7 +221,15 @@ impl Bus {
             return;
         };
         let reason = error.to_string();
-        while let Err(e) = deliveries::park(&store.db, row, pending.attempt, &reason).await {
+        while let Err(e) = deliveries::park(
+            &store.db,
+            row,
+            pending.attempt,
+            &reason,
+            Some(&pending.event),
+        )
+        .await
+        {
             let pause = super::outage_delay(self.policy.base_delay);
             tracing::warn!(consumer, event_id = %pending.event.id, error = %e, retry_in_ms = pause.as_millis() as u64, "dead letter not recorded; will retry");
             tokio::time::sleep(pause).await;
@@ -229,9 +237,14 @@ impl Bus {
     }
 }
 
-#[async_trait]
-impl Broker for MemoryBroker {
-    async fn publish(&self, events: &[Envelope]) -> Result<(), PublishError> {
+impl MemoryBroker {
+    /// Queues `events` for every consumer whose patterns match, recording the deliveries
+    /// first on a durable bus (by their place in `outbox`, or a copy when there is none).
+    async fn deliver(
+        &self,
+        events: &[Envelope],
+        outbox: Option<Schema>,
+    ) -> Result<(), PublishError> {
         let bus = &self.inner.bus;
         type Route<'a> = (
             mpsc::UnboundedSender<Pending>,
@@ -283,7 +296,7 @@ impl Broker for MemoryBroker {
                     .map(|((_, _, consumer, event), id)| (*id, consumer.as_str(), *event))
                     .collect();
                 // One statement for the batch: all of it is confirmed, or none.
-                deliveries::record(&store.db, store.owner, &rows)
+                deliveries::record(&store.db, store.owner, &rows, outbox)
                     .await
                     .map_err(|e| PublishError {
                         confirmed: 0,
@@ -305,6 +318,17 @@ impl Broker for MemoryBroker {
             });
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl Broker for MemoryBroker {
+    async fn publish(&self, events: &[Envelope]) -> Result<(), PublishError> {
+        self.deliver(events, None).await
+    }
+
+    async fn publish_from(&self, events: &[Envelope], outbox: Schema) -> Result<(), PublishError> {
+        self.deliver(events, Some(outbox)).await
     }
 
     async fn subscribe(&self, subscription: Subscription) -> Result<(), BrokerError> {
@@ -578,7 +602,7 @@ async fn hand_over(bus: &Bus, store: &Store, delivery: deliveries::Taken) {
             tracing::error!(consumer = %delivery.consumer, error = %e, "undecodable delivery dead-lettered");
             let reason = format!("undecodable: {e}");
             if let Err(error) =
-                deliveries::park(&store.db, delivery.id, delivery.attempt, &reason).await
+                deliveries::park(&store.db, delivery.id, delivery.attempt, &reason, None).await
             {
                 tracing::warn!(%error, "undecodable delivery not parked");
             }

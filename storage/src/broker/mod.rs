@@ -97,6 +97,18 @@ pub trait Broker: Send + Sync + 'static {
     /// Publishes a batch in order; returns once the broker has confirmed every event.
     async fn publish(&self, events: &[Envelope]) -> Result<(), PublishError>;
 
+    /// Publishes a batch read from the outbox of `outbox`, which keeps the events after they
+    /// are published: a broker that stores what it delivers may store where each event is
+    /// rather than a copy of it.
+    async fn publish_from(
+        &self,
+        events: &[Envelope],
+        outbox: crate::db::Schema,
+    ) -> Result<(), PublishError> {
+        let _ = outbox;
+        self.publish(events).await
+    }
+
     /// Starts consuming; each consumer handles its events in order, those that queued up
     /// meanwhile as one batch (`Handler::handle_batch`).
     async fn subscribe(&self, subscription: Subscription) -> Result<(), BrokerError>;

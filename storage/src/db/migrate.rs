@@ -288,10 +288,16 @@ async fn adopt_legacy_checksum(
 /// broker's deliveries) and `platform` (what processes tell each other).
 fn shared_migrations(schema: &str) -> Result<Vec<Migration>, String> {
     let files: &[(&str, &str)] = match schema {
-        "broker" => &[(
-            "V1__deliveries",
-            include_str!("../../../migrations/broker/V1__deliveries.sql"),
-        )],
+        "broker" => &[
+            (
+                "V1__deliveries",
+                include_str!("../../../migrations/broker/V1__deliveries.sql"),
+            ),
+            (
+                "V2__deliveries_point_at_the_outbox",
+                include_str!("../../../migrations/broker/V2__deliveries_point_at_the_outbox.sql"),
+            ),
+        ],
         "platform" => &[
             (
                 "V1__peers",
@@ -446,6 +452,12 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V14__registration_search_prefixes",
                 include_str!(
                     "../../../migrations/event_service/V14__registration_search_prefixes.sql"
+                ),
+            ),
+            (
+                "V15__outbox_room_for_publication",
+                include_str!(
+                    "../../../migrations/event_service/V15__outbox_room_for_publication.sql"
                 ),
             ),
         ],

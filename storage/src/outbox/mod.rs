@@ -38,6 +38,28 @@ pub async fn enqueue(tx: &Tx, schema: Schema, event: &Envelope) -> Result<(), Db
     Ok(())
 }
 
+/// The events of `schema`'s outbox with these ids, in no particular order; those purged
+/// already are missing.
+pub(crate) async fn events_by_id(
+    db: &crate::Database,
+    schema: Schema,
+    ids: &[uuid::Uuid],
+) -> Result<Vec<Envelope>, DbError> {
+    let rows = db
+        .client()
+        .await?
+        .query(
+            &format!(
+                "SELECT {} FROM {}.outbox WHERE id = ANY($1)",
+                relay::ENVELOPE,
+                schema.name()
+            ),
+            &[&ids],
+        )
+        .await?;
+    Ok(rows.iter().map(relay::envelope).collect())
+}
+
 /// Number of events of a schema not yet confirmed by the broker.
 pub async fn backlog(db: &crate::Database, schema: Schema) -> Result<i64, DbError> {
     let client = db.client().await?;

@@ -173,8 +173,7 @@ async fn publish_round(
     let rows = tx
         .query(
             &format!(
-                "SELECT id, event_type, tenant_id, actor_id, occurred_at, data
-                 FROM {s}.outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1"
+                "SELECT {ENVELOPE} FROM {s}.outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1"
             ),
             &[&BATCH],
         )
@@ -183,18 +182,8 @@ async fn publish_round(
     if rows.is_empty() {
         return Ok(0);
     }
-    let events: Vec<Envelope> = rows
-        .iter()
-        .map(|r| Envelope {
-            id: EventId(r.get(0)),
-            event_type: r.get(1),
-            tenant_id: r.get::<_, Option<uuid::Uuid>>(2).map(TenantId),
-            actor_id: r.get::<_, Option<uuid::Uuid>>(3).map(UserId),
-            occurred_at: r.get(4),
-            data: r.get(5),
-        })
-        .collect();
-    let (confirmed, failure) = match broker.publish(&events).await {
+    let events: Vec<Envelope> = rows.iter().map(envelope).collect();
+    let (confirmed, failure) = match broker.publish_from(&events, schema).await {
         Ok(()) => (events.len(), None),
         Err(e) => (e.confirmed, Some((e.reason, e.behind))),
     };
@@ -212,6 +201,21 @@ async fn publish_round(
         Some((reason, true)) => Err(RoundError::Behind(reason)),
         Some((reason, false)) => Err(RoundError::Broker(reason)),
         None => Ok(confirmed),
+    }
+}
+
+/// The columns of an outbox row that make its envelope, in the order `envelope` reads them.
+pub(super) const ENVELOPE: &str = "id, event_type, tenant_id, actor_id, occurred_at, data";
+
+/// The envelope of an outbox row selected as `ENVELOPE`.
+pub(super) fn envelope(r: &tokio_postgres::Row) -> Envelope {
+    Envelope {
+        id: EventId(r.get(0)),
+        event_type: r.get(1),
+        tenant_id: r.get::<_, Option<uuid::Uuid>>(2).map(TenantId),
+        actor_id: r.get::<_, Option<uuid::Uuid>>(3).map(UserId),
+        occurred_at: r.get(4),
+        data: r.get(5),
     }
 }
 
