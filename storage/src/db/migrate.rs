@@ -454,12 +454,6 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                     "../../../migrations/event_service/V14__registration_search_prefixes.sql"
                 ),
             ),
-            (
-                "V15__outbox_room_for_publication",
-                include_str!(
-                    "../../../migrations/event_service/V15__outbox_room_for_publication.sql"
-                ),
-            ),
         ],
         Schema::MediaService => &[
             (
