@@ -251,6 +251,71 @@ async fn a_dead_letter_of_an_outbox_event_keeps_its_event_after_the_outbox_forgo
 }
 
 #[tokio::test]
+async fn a_delivery_whose_event_left_its_outbox_is_parked_saying_so() {
+    let t = TestDb::new().await;
+    let policy = crate::outbox::POLICY;
+    let first = durable(&t, policy).await;
+    let stuck = Arc::new(Stuck {
+        started: AtomicBool::new(false),
+    });
+    let consumer = format!("gone-{}", uuid::Uuid::now_v7().simple());
+    first
+        .subscribe(Subscription {
+            consumer: consumer.clone(),
+            patterns: vec!["gone.#".into()],
+            handler: stuck.clone(),
+        })
+        .await
+        .unwrap();
+    let relay = start_relay(&t, first.clone());
+    let id = write_event(&t, "gone.pending", true).await;
+    assert!(eventually(10, || async { stuck.started.load(Ordering::SeqCst) }).await);
+    relay.stop().await;
+    drop(first);
+    // The process died with the delivery unhandled, and the event has left the outbox since.
+    t.owner()
+        .await
+        .execute(
+            "DELETE FROM event_service.outbox WHERE id = $1",
+            &[&id.as_uuid()],
+        )
+        .await
+        .unwrap();
+
+    let second = durable(&t, policy).await;
+    let fixed = FailsThen::named(&consumer, 0);
+    second
+        .subscribe(Subscription {
+            patterns: vec!["gone.#".into()],
+            ..fixed.subscription()
+        })
+        .await
+        .unwrap();
+    assert!(
+        eventually(10, || async {
+            deliveries::dead_letters(&t.db, Some(&consumer))
+                .await
+                .unwrap()
+                .len()
+                == 1
+        })
+        .await,
+        "parked, not lost and not retried for ever"
+    );
+    let letter = &deliveries::dead_letters(&t.db, Some(&consumer))
+        .await
+        .unwrap()[0];
+    assert_eq!(
+        (letter.event.is_none(), letter.reason.as_deref()),
+        (
+            true,
+            Some("its event is no longer in its outbox (published more than 7 days ago)")
+        )
+    );
+    assert!(fixed.handled().is_empty());
+}
+
+#[tokio::test]
 async fn a_delivery_in_flight_at_a_crash_is_delivered_once_after_the_restart() {
     let t = TestDb::new().await;
     let policy = crate::outbox::POLICY;

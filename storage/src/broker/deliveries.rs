@@ -22,6 +22,8 @@ pub(super) struct Taken {
     pub event: serde_json::Value,
     /// The attempt this delivery is.
     pub attempt: u32,
+    /// It named its event's place in an outbox, and the event is no longer there.
+    pub purged: bool,
 }
 
 /// Records the deliveries `(row id, consumer, event)` as held by `owner`, in one statement:
@@ -193,7 +195,8 @@ pub(super) async fn take_up(
                 Taken {
                     id: r.get(1),
                     consumer: r.get(2),
-                    // Gone from its outbox (purged): parked as undecodable by the caller.
+                    purged: event.is_none(),
+                    // Parked by the caller, which cannot decode it.
                     event: event.unwrap_or(serde_json::Value::Null),
                     attempt: u32::try_from(r.get::<_, i32>(4)).unwrap_or(1).max(1),
                 },

@@ -600,7 +600,11 @@ async fn hand_over(bus: &Bus, store: &Store, delivery: deliveries::Taken) {
         Ok(event) => event,
         Err(e) => {
             tracing::error!(consumer = %delivery.consumer, error = %e, "undecodable delivery dead-lettered");
-            let reason = format!("undecodable: {e}");
+            let reason = if delivery.purged {
+                "its event is no longer in its outbox (published more than 7 days ago)".to_string()
+            } else {
+                format!("undecodable: {e}")
+            };
             if let Err(error) =
                 deliveries::park(&store.db, delivery.id, delivery.attempt, &reason, None).await
             {
