@@ -90,6 +90,18 @@ pub async fn durable(t: &TestDb, policy: RetryPolicy) -> Arc<dyn Broker> {
     Arc::new(MemoryBroker::durable(policy, t.db.clone()).await.unwrap())
 }
 
+/// Whether `consumer` comes to have exactly one dead letter within 10 s.
+async fn parked_one(t: &TestDb, consumer: &str) -> bool {
+    eventually(10, || async {
+        deliveries::dead_letters(&t.db, Some(consumer))
+            .await
+            .unwrap()
+            .len()
+            == 1
+    })
+    .await
+}
+
 /// Rows of `consumer` in `broker.deliveries`, dead letters included.
 pub async fn rows(t: &TestDb, consumer: &str) -> i64 {
     t.owner()
@@ -151,17 +163,7 @@ async fn dead_letters_are_kept_in_postgres_across_a_restart_and_replayed() {
     let event = Envelope::new("retry.never", None, None, serde_json::json!({"k": 1}));
     first.publish(std::slice::from_ref(&event)).await.unwrap();
 
-    assert!(
-        eventually(10, || async {
-            deliveries::dead_letters(&t.db, Some(&consumer))
-                .await
-                .unwrap()
-                .len()
-                == 1
-        })
-        .await,
-        "parked after max_attempts"
-    );
+    assert!(parked_one(&t, &consumer).await, "parked after max_attempts");
     assert_eq!(broken.attempts.lock().unwrap().len(), 3, "exactly N tries");
     let letters = deliveries::dead_letters(&t.db, Some(&consumer))
         .await
@@ -210,17 +212,7 @@ async fn a_dead_letter_of_an_outbox_event_keeps_its_event_after_the_outbox_forgo
     bus.subscribe(broken.subscription()).await.unwrap();
     let relay = start_relay(&t, bus.clone());
     let id = write_event(&t, "retry.from-outbox", true).await;
-    assert!(
-        eventually(10, || async {
-            deliveries::dead_letters(&t.db, Some(&consumer))
-                .await
-                .unwrap()
-                .len()
-                == 1
-        })
-        .await,
-        "parked after max_attempts"
-    );
+    assert!(parked_one(&t, &consumer).await, "parked after max_attempts");
     relay.stop().await;
     // The outbox forgets the event (its 7 days are over); the dead letter has its own copy.
     t.owner()
@@ -292,14 +284,7 @@ async fn a_delivery_whose_event_left_its_outbox_is_parked_saying_so() {
         .await
         .unwrap();
     assert!(
-        eventually(10, || async {
-            deliveries::dead_letters(&t.db, Some(&consumer))
-                .await
-                .unwrap()
-                .len()
-                == 1
-        })
-        .await,
+        parked_one(&t, &consumer).await,
         "parked, not lost and not retried for ever"
     );
     let letter = &deliveries::dead_letters(&t.db, Some(&consumer))
