@@ -180,39 +180,62 @@ fn schemas_of(services: &[Service]) -> Vec<Schema> {
 /// Forgets the consumers' claims older than `CLAIMS_KEPT_DAYS` in the schemas of this node's
 /// services: two or three claims per registration would otherwise pile up for ever.
 fn forget_claims(state: &AppState, services: &[Service]) -> Job {
-    let s = state.clone();
-    let schemas = schemas_of(services);
-    Job::new("node.processed_events", DAILY, move || {
-        let (s, schemas) = (s.clone(), schemas.clone());
-        async move {
-            let before = s.clock.now() - chrono::Duration::days(CLAIMS_KEPT_DAYS);
-            let mut forgotten = 0u64;
-            for schema in schemas {
-                forgotten += storage::inbox::forget_older_than(&s.db, schema, before)
-                    .await
-                    .map_err(|e| e.to_string())?;
-            }
-            count(Ok::<_, String>(forgotten))
-        }
-    })
+    let kept = chrono::Duration::days(CLAIMS_KEPT_DAYS);
+    in_each_schema(
+        "node.processed_events",
+        DAILY,
+        state,
+        services,
+        kept,
+        |db, schema, before| async move { storage::inbox::forget_older_than(&db, schema, before).await },
+    )
 }
 
 /// Deletes the events published more than `storage::outbox::KEEP_PUBLISHED` ago from the
 /// outboxes of this node's services.
 fn purge_outboxes(state: &AppState, services: &[Service]) -> Job {
+    let kept = storage::outbox::KEEP_PUBLISHED;
+    in_each_schema(
+        "node.outbox_published",
+        HOURLY,
+        state,
+        services,
+        kept,
+        |db, schema, before| async move { storage::outbox::purge_published(&db, schema, before).await },
+    )
+}
+
+/// A job that runs `clean` in each schema of this node's services with the instant `kept`
+/// before now, and reports the rows it removed in all.
+fn in_each_schema<F, Fut>(
+    name: &'static str,
+    schedule: Schedule,
+    state: &AppState,
+    services: &[Service],
+    kept: chrono::Duration,
+    clean: F,
+) -> Job
+where
+    F: Fn(storage::Database, Schema, chrono::DateTime<chrono::Utc>) -> Fut
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    Fut: std::future::Future<Output = Result<u64, storage::DbError>> + Send + 'static,
+{
     let s = state.clone();
     let schemas = schemas_of(services);
-    Job::new("node.outbox_published", HOURLY, move || {
-        let (s, schemas) = (s.clone(), schemas.clone());
+    Job::new(name, schedule, move || {
+        let (s, schemas, clean) = (s.clone(), schemas.clone(), clean.clone());
         async move {
-            let before = s.clock.now() - storage::outbox::KEEP_PUBLISHED;
-            let mut purged = 0u64;
+            let before = s.clock.now() - kept;
+            let mut removed = 0u64;
             for schema in schemas {
-                purged += storage::outbox::purge_published(&s.db, schema, before)
+                removed += clean(s.db.clone(), schema, before)
                     .await
                     .map_err(|e| e.to_string())?;
             }
-            count(Ok::<_, String>(purged))
+            count(Ok::<_, String>(removed))
         }
     })
 }

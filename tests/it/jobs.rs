@@ -139,6 +139,17 @@ async fn an_events_only_node_purges_the_event_schema_and_only_it() {
     node.stop().await;
 }
 
+/// The rows of `sql`, a name and a count each.
+async fn counted(owner: &tokio_postgres::Client, sql: &str) -> Vec<(String, i64)> {
+    owner
+        .query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+}
+
 /// A v7 id minted at the SQL time `at`, as the services mint them.
 fn v7_at(at: &str) -> String {
     format!(
@@ -181,16 +192,11 @@ async fn claims_older_than_thirty_days_are_forgotten_slice_by_slice_and_recent_o
     let forgotten = job.run().await.unwrap();
     // The node may have run it once at start already; together they forgot all 25,000.
     assert!(forgotten <= 25_000);
-    let kept = owner
-        .query(
-            "SELECT consumer, count(*) FROM event_service.processed_events GROUP BY 1 ORDER BY 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)))
-        .collect::<Vec<_>>();
+    let kept = counted(
+        &owner,
+        "SELECT consumer, count(*) FROM event_service.processed_events GROUP BY 1 ORDER BY 1",
+    )
+    .await;
     assert_eq!(kept, vec![("a".to_string(), 3), ("c".to_string(), 1)]);
     // Identity's claims wait for a node that runs identity.
     assert_eq!(count(&owner, "user_service.processed_events").await, 1);
@@ -232,17 +238,12 @@ async fn events_published_more_than_seven_days_ago_are_deleted_and_the_rest_kept
     let purged = job.run().await.unwrap();
     // The node ran it once at start already, or this run did it.
     assert!(purged == 0 || purged == 3, "{purged}");
-    let kept = owner
-        .query(
-            "SELECT event_type, count(*) FROM event_service.outbox WHERE event_type LIKE 'test.%'
-              GROUP BY 1 ORDER BY 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)))
-        .collect::<Vec<_>>();
+    let kept = counted(
+        &owner,
+        "SELECT event_type, count(*) FROM event_service.outbox WHERE event_type LIKE 'test.%'
+          GROUP BY 1 ORDER BY 1",
+    )
+    .await;
     let kept: Vec<(&str, i64)> = kept.iter().map(|(k, n)| (k.as_str(), *n)).collect();
     assert_eq!(
         kept,
