@@ -501,6 +501,9 @@ pub struct DatabaseConfig {
     /// A session idle inside a transaction this long is ended by the server, so a paused or
     /// cut-off process cannot hold its locks (a shard's lease among them) for long.
     pub idle_in_transaction_ms: u64,
+    /// A pooled connection no request has taken for this long is closed: processes sharing
+    /// PostgreSQL's connection limit give back what a burst made them open.
+    pub idle_connection_ms: u64,
 }
 
 /// Broker settings.
@@ -904,6 +907,7 @@ impl Default for DatabaseConfig {
             max_connections: 0,
             statement_timeout_ms: 30_000,
             idle_in_transaction_ms: 5_000,
+            idle_connection_ms: 30_000,
         }
     }
 }

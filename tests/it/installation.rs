@@ -165,6 +165,57 @@ async fn an_installation_migrated_before_the_role_was_configurable_migrates_agai
     assert!(refused.to_string().contains("user_service"), "{refused}");
 }
 
+/// Connections of the installation's role open on the server now.
+async fn backends(t: &TestDb, role: &str) -> i64 {
+    t.owner()
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = $1 AND datname = current_database()",
+            &[&role],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn a_process_gives_back_the_connections_a_burst_made_it_open() {
+    // Processes share the role's connection limit: one that kept every connection a burst
+    // opened would starve the others (a node restarted next to it would never be ready).
+    let t = TestDb::new().await;
+    let role = t.config.database.app_role_name();
+    let config = DatabaseConfig {
+        idle_connection_ms: 600,
+        ..t.config.database.clone()
+    };
+    let db = storage::Database::connect(&config).unwrap();
+    let before = backends(&t, &role).await;
+    let burst = futures_util::future::join_all((0..6).map(|_| db.client())).await;
+    let burst: Vec<_> = burst.into_iter().map(Result::unwrap).collect();
+    drop(burst);
+    assert_eq!(db.open_connections(), 6);
+    assert_eq!(backends(&t, &role).await, before + 6);
+
+    // One request at a time afterwards keeps taking the connection returned last; the five
+    // others go unused and are closed, on the server too.
+    let quiet = tokio::time::Instant::now() + Duration::from_millis(2_500);
+    while tokio::time::Instant::now() < quiet {
+        db.client()
+            .await
+            .unwrap()
+            .simple_query("SELECT 1")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(db.open_connections(), 1, "the one in use is kept");
+    assert!(
+        eventually(5, || async { backends(&t, &role).await == before + 1 }).await,
+        "the server ends the closed sessions: {} against {before} + 1",
+        backends(&t, &role).await
+    );
+}
+
 fn bilet() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bilet"));
     for var in [

@@ -13,7 +13,7 @@ pub use listen::listen;
 pub use migrate::{LEGACY_V1_CHECKSUMS, migrate, pending};
 pub use scope::{Scope, Tx};
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, QueueMode, RecyclingMethod};
 use domain::config::DatabaseConfig;
 use std::time::Duration;
 
@@ -159,6 +159,19 @@ pub struct Database {
     config: std::sync::Arc<tokio_postgres::Config>,
 }
 
+/// Closes the pool's connections no one has taken for `idle`, until the pool is dropped. A
+/// process would otherwise keep every connection a burst made it open, holding a share of
+/// PostgreSQL's connection limit that the other processes of the installation may need (and
+/// each connection's buffers, grown to the largest message it ever sent).
+async fn close_idle(pool: deadpool_postgres::WeakPool, idle: Duration) {
+    let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(pool) = pool.upgrade() else { return };
+        pool.retain(|_, used| used.last_used() < idle);
+    }
+}
+
 impl Database {
     /// Builds the pool of application-role connections from the owner URL. Connections open
     /// lazily.
@@ -193,13 +206,25 @@ impl Database {
             .wait_timeout(Some(Duration::from_secs(3)))
             .create_timeout(Some(Duration::from_secs(5)))
             .recycle_timeout(Some(Duration::from_secs(5)))
+            // The connection returned last is taken first, so those a burst opened beyond what
+            // the load now needs stay untouched and `close_idle` closes them.
+            .queue_mode(QueueMode::Lifo)
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| DbError::Url(e.to_string()))?;
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let idle = Duration::from_millis(config.idle_connection_ms.max(1));
+            runtime.spawn(close_idle(pool.weak(), idle));
+        }
         Ok(Database {
             pool,
             config: std::sync::Arc::new(pg),
         })
+    }
+
+    /// Connections open in the pool now, taken or not.
+    pub fn open_connections(&self) -> usize {
+        self.pool.status().size
     }
 
     /// A login for a long-lived connection of its own (LISTEN), as the application role: no
