@@ -605,6 +605,8 @@ async fn a_process_with_another_secret_is_not_ready_and_says_why() {
     // Given the same secret again, both are ready and the call reaches identity's own answer.
     drop(odd);
     let _identity = spawn(&file, "identity", None, &logs.join("identity-2.log"));
+    // The new process listens only once it has started; until then its port refuses.
+    assert!(answers(&format!("{identity}/health/live")).await);
     for base in [&gateway, &identity] {
         let url = format!("{base}/health/ready");
         let up = eventually(60, || async { get(&url, None).await.status == 200 }).await;
