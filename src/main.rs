@@ -1,5 +1,7 @@
 //! The `bilet` command: runs a node of the platform and its maintenance tasks.
 
+mod memory;
+
 use anyhow::{Context, bail};
 use bilet::{logging, node, settings};
 use clap::{Parser, Subcommand};
@@ -115,8 +117,16 @@ async fn database(config: &domain::config::Config) -> anyhow::Result<storage::Da
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_park(memory::when_idle)
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = match &cli.command {
         // Printing and checking work before any secret exists and generate none.

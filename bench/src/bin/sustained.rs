@@ -4,7 +4,8 @@
 //! platform, spread over EVENTS events with a seat for every request. Then how long the outbox
 //! and every consumer take to catch up (every announcement published and delivered, a
 //! participant, a settled ticket message and an analytics record per registration), and the
-//! node's memory before the load, at its peak, once drained and 10 s later.
+//! node's memory before the load, at its peak, once drained, 10 s later, once its clients have
+//! gone and a minute after that (its pools close connections idle for 30 s).
 //!
 //! `cargo build --release -p bilet --bin bilet -p bench --bin sustained && target/release/sustained`
 //! (DATABASE_URL: an owner connection; the database `bilet_bench_sustained` is recreated).
@@ -30,17 +31,54 @@ const DATABASE: &str = "bilet_bench_sustained";
 /// still counting.
 const IN_FLIGHT: usize = 4096;
 
+/// The node's sessions open on PostgreSQL (its pools' and its own), or -1 when unreadable.
+async fn node_connections(db: &tokio_postgres::Client) -> i64 {
+    db.query_one(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'bilet'",
+        &[],
+    )
+    .await
+    .map_or(-1, |r| r.get(0))
+}
+
 /// Resident memory of a process, in kB (`VmRSS` of /proc/<pid>/status).
 fn rss_kb(pid: u32) -> u64 {
+    status_kb(pid, "VmRSS:")
+}
+
+/// A field of /proc/<pid>/status given in kB (0 when unreadable).
+fn status_kb(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|status| {
             status
                 .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.split_whitespace().next()?.parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// The process's largest resident mappings: (size of the mapping, resident), in MB.
+fn largest_mappings(pid: u32) -> Vec<(u64, u64)> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut mappings = Vec::new();
+    let mut size = 0u64;
+    for line in smaps.lines() {
+        let value = || {
+            line.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        if line.starts_with("Size:") {
+            size = value().unwrap_or(0);
+        } else if line.starts_with("Rss:") {
+            mappings.push((size / 1024, value().unwrap_or(0) / 1024));
+        }
+    }
+    mappings.sort_by_key(|(_, rss)| std::cmp::Reverse(*rss));
+    mappings.truncate(6);
+    mappings
 }
 
 /// The sockets a process holds open.
@@ -224,6 +262,15 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let rss_alone = rss_kb(pid);
     let sockets_alone = sockets(pid);
+    let mut quiet_minute = Vec::new();
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        quiet_minute.push(rss_kb(pid) / 1024);
+    }
+    let rss_minute = rss_kb(pid);
+    let anonymous_minute = status_kb(pid, "RssAnon:");
+    let mappings_minute = largest_mappings(pid);
+    let connections_minute = node_connections(&db).await;
     let threads_alone = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|status| {
@@ -246,10 +293,10 @@ async fn main() -> anyhow::Result<()> {
     };
     let mb = |kb: u64| kb as f64 / 1024.0;
     println!(
-        "| offered/s | seconds | successes/s | p50 ms | p95 ms | p99 ms | created | errors | oversold | not sold out | miscounted | lost | bilet CPU ms/reg | PostgreSQL CPU ms/reg | drained after s | RSS MB: start, peak, end of load, drained, +10 s, clients gone |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| offered/s | seconds | successes/s | p50 ms | p95 ms | p99 ms | created | errors | oversold | not sold out | miscounted | lost | bilet CPU ms/reg | PostgreSQL CPU ms/reg | drained after s | RSS MB: start, peak, end of load, drained, +10 s, clients gone, +60 s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     println!(
-        "| {rate} | {:.1} | {:.0} | {:.2} | {:.2} | {:.2} | {created} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {:.0}, {:.0}, {:.0}, {:.0}, {:.0}, {:.0} |",
+        "| {rate} | {:.1} | {:.0} | {:.2} | {:.2} | {:.2} | {created} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {:.0}, {:.0}, {:.0}, {:.0}, {:.0}, {:.0}, {:.0} |",
         figures.elapsed.as_secs_f64(),
         figures.per_second(),
         bench::ms(figures.p50),
@@ -272,9 +319,11 @@ async fn main() -> anyhow::Result<()> {
         mb(rss_drained),
         mb(rss_settled),
         mb(rss_alone),
+        mb(rss_minute),
     );
     println!(
-        "\nsockets the node held 10 s after the drain: {sockets_settled}; once its clients had gone: {sockets_alone} (threads then: {threads_alone})"
+        "\nsockets the node held 10 s after the drain: {sockets_settled}; once its clients had gone: {sockets_alone} (threads then: {threads_alone}); a minute later its PostgreSQL connections: {connections_minute}, its anonymous memory (heap): {} MB, its largest mappings (size, resident MB): {mappings_minute:?}; resident MB every 5 s of that minute: {quiet_minute:?}",
+        anonymous_minute / 1024
     );
     println!("\nbacklog when the load ended: {backlog_at_end}\nbacklog at the end: {backlog:?}");
     anyhow::ensure!(
