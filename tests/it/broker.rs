@@ -86,6 +86,22 @@ impl Handler for Stuck {
     }
 }
 
+/// Subscribes `consumer` to `pattern` on `broker` with a handler that never finishes.
+async fn stuck_on(broker: &Arc<dyn Broker>, consumer: &str, pattern: &str) -> Arc<Stuck> {
+    let stuck = Arc::new(Stuck {
+        started: AtomicBool::new(false),
+    });
+    broker
+        .subscribe(Subscription {
+            consumer: consumer.to_string(),
+            patterns: vec![pattern.into()],
+            handler: stuck.clone(),
+        })
+        .await
+        .unwrap();
+    stuck
+}
+
 pub async fn durable(t: &TestDb, policy: RetryPolicy) -> Arc<dyn Broker> {
     Arc::new(MemoryBroker::durable(policy, t.db.clone()).await.unwrap())
 }
@@ -247,18 +263,8 @@ async fn a_delivery_whose_event_left_its_outbox_is_parked_saying_so() {
     let t = TestDb::new().await;
     let policy = crate::outbox::POLICY;
     let first = durable(&t, policy).await;
-    let stuck = Arc::new(Stuck {
-        started: AtomicBool::new(false),
-    });
     let consumer = format!("gone-{}", uuid::Uuid::now_v7().simple());
-    first
-        .subscribe(Subscription {
-            consumer: consumer.clone(),
-            patterns: vec!["gone.#".into()],
-            handler: stuck.clone(),
-        })
-        .await
-        .unwrap();
+    let stuck = stuck_on(&first, &consumer, "gone.#").await;
     let relay = start_relay(&t, first.clone());
     let id = write_event(&t, "gone.pending", true).await;
     assert!(eventually(10, || async { stuck.started.load(Ordering::SeqCst) }).await);
@@ -309,17 +315,7 @@ async fn a_delivery_in_flight_at_a_crash_is_delivered_once_after_the_restart() {
 
     // The relay hands the event over and stamps it; the handler never finishes.
     let first = durable(&t, policy).await;
-    let stuck = Arc::new(Stuck {
-        started: AtomicBool::new(false),
-    });
-    first
-        .subscribe(Subscription {
-            consumer: consumer.clone(),
-            patterns: vec!["crash.#".into()],
-            handler: stuck.clone(),
-        })
-        .await
-        .unwrap();
+    let stuck = stuck_on(&first, &consumer, "crash.#").await;
     let relay = start_relay(&t, first.clone());
     let id = write_event(&t, "crash.pending", true).await;
     assert!(
@@ -381,17 +377,8 @@ async fn a_running_bus_keeps_its_deliveries_from_another_bus() {
     let t = TestDb::new().await;
     let policy = crate::outbox::POLICY;
     let busy = durable(&t, policy).await;
-    let stuck = Arc::new(Stuck {
-        started: AtomicBool::new(false),
-    });
     let consumer = format!("shared-{}", uuid::Uuid::now_v7().simple());
-    busy.subscribe(Subscription {
-        consumer: consumer.clone(),
-        patterns: vec!["#".into()],
-        handler: stuck.clone(),
-    })
-    .await
-    .unwrap();
+    let stuck = stuck_on(&busy, &consumer, "#").await;
     busy.publish(&[Envelope::new("x.y", None, None, serde_json::json!({}))])
         .await
         .unwrap();
