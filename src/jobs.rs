@@ -27,6 +27,7 @@ pub fn for_node(state: &AppState, services: &[Service]) -> Vec<Job> {
     jobs.push(outbox_backlog(state, services));
     if services.iter().any(|service| service.schema().is_some()) {
         jobs.push(forget_claims(state, services));
+        jobs.push(prepare_outbox_days(state, services));
         jobs.push(purge_outboxes(state, services));
     }
     jobs
@@ -191,8 +192,21 @@ fn forget_claims(state: &AppState, services: &[Service]) -> Job {
     )
 }
 
-/// Deletes the events published more than `storage::outbox::KEEP_PUBLISHED` ago from the
-/// outboxes of this node's services.
+/// Makes the tables of the outboxes' coming days (`storage::outbox::DAYS_AHEAD`) in the
+/// schemas of this node's services, so that a day's events are written to a table of their own.
+fn prepare_outbox_days(state: &AppState, services: &[Service]) -> Job {
+    in_each_schema(
+        "node.outbox_days",
+        HOURLY,
+        state,
+        services,
+        chrono::Duration::zero(),
+        |db, schema, now| async move { storage::outbox::prepare_days(&db, schema, now).await },
+    )
+}
+
+/// Forgets the events published more than `storage::outbox::KEEP_PUBLISHED` ago from the
+/// outboxes of this node's services, a whole day's table at a time.
 fn purge_outboxes(state: &AppState, services: &[Service]) -> Job {
     let kept = storage::outbox::KEEP_PUBLISHED;
     in_each_schema(
@@ -206,7 +220,7 @@ fn purge_outboxes(state: &AppState, services: &[Service]) -> Job {
 }
 
 /// A job that runs `clean` in each schema of this node's services with the instant `kept`
-/// before now, and reports the rows it removed in all.
+/// before now, and reports the rows (or tables) it removed or made in all.
 fn in_each_schema<F, Fut>(
     name: &'static str,
     schedule: Schedule,

@@ -258,11 +258,15 @@ INSERT INTO notification_service.send_log (message_id, tenant_id, user_id, chat_
 SELECT id, tenant_id, user_id, NULL, kind, 0, 'SKIPPED', reason, created_at FROM m
 "#;
 
-/// Row estimates (after ANALYZE) and total sizes, indexes and TOAST included, of `$1`.
+/// Row estimates (after ANALYZE) and total sizes, indexes and TOAST included, of `$1`; a
+/// partitioned table (the outbox) sums its partitions.
 const SIZES: &str = r#"
-SELECT t.name, greatest(c.reltuples, 0)::int8, pg_total_relation_size(c.oid), pg_size_pretty(pg_total_relation_size(c.oid))
+SELECT t.name, sum(greatest(c.reltuples, 0))::int8, sum(pg_total_relation_size(c.oid))::int8,
+       pg_size_pretty(sum(pg_total_relation_size(c.oid)))
 FROM unnest($1::text[]) WITH ORDINALITY AS t (name, ord)
-JOIN pg_class c ON c.oid = t.name::regclass
+CROSS JOIN LATERAL pg_partition_tree(t.name::regclass) p
+JOIN pg_class c ON c.oid = p.relid
+GROUP BY t.name, t.ord
 ORDER BY t.ord
 "#;
 
@@ -286,6 +290,15 @@ pub async fn seed(client: &Client, n: usize) -> anyhow::Result<()> {
         .await
         .context("history: temporary tables and functions")?;
     let anchor: DateTime<Utc> = client.query_one("SELECT now()", &[]).await?.get(0);
+    // The outbox's tables of the week's days, as a node running through that week made them
+    // (one that started today has only today's and the days ahead).
+    client
+        .query_one(
+            "SELECT event_service.outbox_cover($1::timestamptz - interval '8 days', $1)",
+            &[&anchor],
+        )
+        .await
+        .context("history: the outbox's tables of the past week")?;
     let total = n as i64;
     let per_event = PER_EVENT as i64;
     let events = n.div_ceil(PER_EVENT) as i64;

@@ -3,7 +3,9 @@
 //! and a process given another SERVICE_SECRET than its peers says so at /health/ready (and its
 //! log says a request was signed with another secret, not that it was unsigned).
 
-use crate::support::{TestDb, admin_url, eventually, free_port, get, test_config, with_dbname};
+use crate::support::{
+    TestDb, admin_url, column, eventually, free_port, get, test_config, with_dbname,
+};
 use domain::config::{DatabaseConfig, Secret, Service};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -624,4 +626,97 @@ async fn a_process_with_another_secret_is_not_ready_and_says_why() {
         answered.body
     );
     assert_ne!(answered.body["code"], "unauthorized", "{}", answered.body);
+}
+
+/// The outbox as every schema had it before it was partitioned by day (V1 of then).
+const OUTBOX_BEFORE_DAYS: &str = "
+CREATE TABLE upgrading.outbox (
+    seq          BIGSERIAL PRIMARY KEY,
+    id           UUID NOT NULL UNIQUE,
+    event_type   TEXT NOT NULL,
+    tenant_id    UUID,
+    actor_id     UUID,
+    occurred_at  TIMESTAMPTZ NOT NULL,
+    data         JSONB NOT NULL,
+    published_at TIMESTAMPTZ
+);
+CREATE INDEX outbox_pending ON upgrading.outbox (seq) WHERE published_at IS NULL;";
+
+#[tokio::test]
+async fn an_outbox_written_before_the_days_keeps_its_events_their_order_and_what_is_unpublished() {
+    let t = TestDb::new().await;
+    let owner = t.owner().await;
+    owner
+        .batch_execute(&format!("CREATE SCHEMA upgrading; {OUTBOX_BEFORE_DAYS}"))
+        .await
+        .unwrap();
+    // Published three days ago; waiting for the relay; an id that is no v7 of now (far ahead).
+    owner
+        .batch_execute(
+            "INSERT INTO upgrading.outbox (id, event_type, occurred_at, data, published_at) VALUES
+               ((lpad(to_hex((extract(epoch FROM now() - interval '3 days') * 1000)::bigint), 12, '0')
+                 || '70008000000000000001')::uuid, 'old', now(), '{}', now()),
+               ((lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0')
+                 || '70008000000000000002')::uuid, 'waiting', now(), '{}', NULL),
+               ('f185f000-0000-4000-8000-000000000003', 'stray', now(), '{}', now());",
+        )
+        .await
+        .unwrap();
+    owner
+        .batch_execute(&format!(
+            "BEGIN; {} COMMIT;",
+            storage::db::outbox_by_day_sql("upgrading")
+        ))
+        .await
+        .unwrap();
+
+    let rows: Vec<(i64, String, String)> = owner
+        .query(
+            "SELECT seq, event_type, tableoid::regclass::text FROM upgrading.outbox ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (1, "old".into(), "upgrading.outbox_before_days".into()),
+            (2, "waiting".into(), "upgrading.outbox_before_days".into()),
+            (3, "stray".into(), "upgrading.outbox_default".into()),
+        ]
+    );
+    // The relay's read finds what waits, and the numbering goes on where it was.
+    let waiting: Vec<String> = column(
+        &owner,
+        "SELECT event_type FROM upgrading.outbox WHERE published_at IS NULL ORDER BY seq LIMIT 200",
+    )
+    .await;
+    assert_eq!(waiting, vec!["waiting".to_string()]);
+    let next: i64 = owner
+        .query_one(
+            "INSERT INTO upgrading.outbox (id, event_type, occurred_at, data)
+             VALUES (gen_random_uuid(), 'new', now(), '{}') RETURNING seq",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(next, 4);
+    // Today stays in the table from before (it covers up to tomorrow); the days after it
+    // have tables of their own.
+    let days: Vec<String> = column(
+        &owner,
+        "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+          WHERE i.inhparent = 'upgrading.outbox'::regclass ORDER BY 1",
+    )
+    .await;
+    assert_eq!(days.len(), 4, "{days:?}");
+    assert_eq!(&days[2..], ["outbox_before_days", "outbox_default"]);
+    assert!(
+        days[..2].iter().all(|d| d.starts_with("outbox_20")),
+        "{days:?}"
+    );
 }

@@ -39,6 +39,7 @@ async fn a_node_declares_the_jobs_of_exactly_its_services() {
             "events.idempotency_keys",
             "node.outbox_backlog",
             "node.processed_events",
+            "node.outbox_days",
             "node.outbox_published",
         ]
     );
@@ -203,30 +204,73 @@ async fn claims_older_than_thirty_days_are_forgotten_slice_by_slice_and_recent_o
     node.stop().await;
 }
 
+/// The outbox's tables of the UTC days `offsets` days from today (None where a day has none).
+async fn day_tables(owner: &tokio_postgres::Client, offsets: &[i32]) -> Vec<Option<String>> {
+    owner
+        .query(
+            "SELECT to_regclass('event_service.outbox_'
+                    || to_char((now() + make_interval(days => d)) AT TIME ZONE 'UTC', 'YYYYMMDD'))::text
+               FROM unnest($1::int4[]) WITH ORDINALITY AS u (d, o) ORDER BY o",
+            &[&offsets],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
 #[tokio::test]
-async fn events_published_more_than_seven_days_ago_are_deleted_and_the_rest_kept() {
+async fn a_day_of_events_published_more_than_seven_days_ago_is_dropped_and_the_rest_kept() {
     let t = TestDb::new().await;
     let owner = t.owner().await;
-    let (old, recent) = (
-        v7_at("now() - interval '8 days'"),
-        v7_at("now() - interval '6 days'"),
-    );
-    let row = |id: &str, published: &str, kind: &str| {
+    // A week and more of days, as an installation running since then has them.
+    owner
+        .batch_execute(
+            "SELECT event_service.outbox_cover(now() - interval '11 days', now() - interval '9 days')",
+        )
+        .await
+        .unwrap();
+    let row = |at: &str, published: &str, kind: &str| {
         format!(
             "INSERT INTO event_service.outbox (id, event_type, occurred_at, data, published_at)
-             SELECT {id}, '{kind}', now(), '{{}}', {published} FROM generate_series(1, 3);"
+             SELECT {}, '{kind}', now(), '{{}}', {published} FROM generate_series(1, 3);",
+            v7_at(at)
         )
     };
     owner
         .batch_execute(&format!(
-            "{}{}{}{}",
-            // Written and published more than seven days ago: deleted.
-            row(&old, "now() - interval '8 days'", "test.old"),
-            // Written long ago, published only yesterday (the broker was away): kept.
-            row(&old, "now() - interval '1 day'", "test.late"),
+            "{}{}{}{}{}{}",
+            // A day written and published more than seven days ago: its table goes.
+            row(
+                "now() - interval '11 days'",
+                "now() - interval '11 days'",
+                "test.old"
+            ),
+            // Written long ago, published only yesterday (the broker was away): its day stays.
+            row(
+                "now() - interval '10 days'",
+                "now() - interval '1 day'",
+                "test.late"
+            ),
             // Written long ago and never published: kept for the relay.
-            row(&old, "NULL", "test.unpublished"),
-            row(&recent, "now() - interval '6 days'", "test.recent"),
+            row("now() - interval '9 days'", "NULL", "test.unpublished"),
+            row(
+                "now() - interval '6 days'",
+                "now() - interval '6 days'",
+                "test.recent"
+            ),
+            // A day without a table (a clock far off): the default table, deleted row by row.
+            row(
+                "now() - interval '30 days'",
+                "now() - interval '30 days'",
+                "test.stray"
+            ),
+            row(
+                "now() - interval '30 days'",
+                "now() - interval '2 days'",
+                "test.stray_late"
+            ),
         ))
         .await
         .unwrap();
@@ -237,7 +281,7 @@ async fn events_published_more_than_seven_days_ago_are_deleted_and_the_rest_kept
         .unwrap();
     let purged = job.run().await.unwrap();
     // The node ran it once at start already, or this run did it.
-    assert!(purged == 0 || purged == 3, "{purged}");
+    assert!(purged == 0 || purged == 6, "{purged}");
     let kept = counted(
         &owner,
         "SELECT event_type, count(*) FROM event_service.outbox WHERE event_type LIKE 'test.%'
@@ -250,8 +294,68 @@ async fn events_published_more_than_seven_days_ago_are_deleted_and_the_rest_kept
         vec![
             ("test.late", 3),
             ("test.recent", 3),
+            ("test.stray_late", 3),
             ("test.unpublished", 3)
         ]
+    );
+    let tables = day_tables(&owner, &[-11, -10, -9]).await;
+    assert!(
+        tables[0].is_none(),
+        "the old day's table is dropped: {tables:?}"
+    );
+    assert!(tables[1].is_some() && tables[2].is_some(), "{tables:?}");
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn today_and_the_days_ahead_have_tables_and_todays_events_go_to_theirs() {
+    let t = TestDb::new().await;
+    let node = node_of(&t, &[Service::Events]).await;
+    let job = bilet::jobs::for_node(&node.state, &[Service::Events])
+        .into_iter()
+        .find(|j| j.name == "node.outbox_days")
+        .unwrap();
+    // The migration made them already: nothing to make.
+    assert_eq!(job.run().await.unwrap(), 0);
+    let owner = t.owner().await;
+    let days = day_tables(&owner, &[0, 1, 2]).await;
+    assert!(days.iter().all(Option::is_some), "{days:?}");
+    let written: String = owner
+        .query_one(
+            &format!(
+                "WITH w AS (INSERT INTO event_service.outbox (id, event_type, occurred_at, data)
+                            VALUES ({}, 'test.today', now(), '{{}}') RETURNING tableoid)
+                 SELECT tableoid::regclass::text FROM w",
+                v7_at("now()")
+            ),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(Some(written), days[0].clone());
+    // The application role may make days (as the owner, through the function) but not drop
+    // the outbox's tables itself.
+    let app = t.db.client().await.unwrap();
+    let made: i32 = app
+        .query_one(
+            "SELECT event_service.outbox_cover(now() + interval '5 days', now() + interval '5 days')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(made, 1);
+    let refused = app
+        .batch_execute(&format!("DROP TABLE {}", days[2].clone().unwrap()))
+        .await
+        .unwrap_err();
+    let reason = refused.as_db_error().map(|e| e.message().to_string());
+    assert!(
+        reason
+            .as_deref()
+            .is_some_and(|m| m.contains("must be owner")),
+        "{reason:?}"
     );
     node.stop().await;
 }

@@ -221,3 +221,17 @@ pub fn event_data(kind: &str, fields: serde_json::Value) -> serde_json::Value {
     }
     data
 }
+
+/// The first column of every row `sql` returns.
+pub async fn column<T>(client: &tokio_postgres::Client, sql: &str) -> Vec<T>
+where
+    T: for<'a> tokio_postgres::types::FromSql<'a>,
+{
+    client
+        .query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}

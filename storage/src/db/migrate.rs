@@ -248,6 +248,13 @@ async fn grant(client: &Client, role: &str) -> Result<(), DbError> {
 "
         ));
     }
+    for schema in Schema::ALL.iter().map(|s| s.name()) {
+        for function in OUTBOX_FUNCTIONS {
+            sql.push_str(&format!(
+                "GRANT EXECUTE ON FUNCTION {schema}.{function} TO {r};\n"
+            ));
+        }
+    }
     client.batch_execute(&sql).await?;
     Ok(())
 }
@@ -521,10 +528,40 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
     for (name, sql) in files {
         all.push(Migration::unapplied(name, sql));
     }
-    all.into_iter()
+    all.push(Migration::unapplied(
+        &format!("V{}__outbox_by_day", outbox_by_day_version(schema)),
+        &outbox_by_day_sql(schema.name()),
+    ));
+    let mut all = all
+        .into_iter()
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    all.sort_by_key(|m| m.version());
+    Ok(all)
 }
+
+/// The migration that partitions the outbox of `schema` by day, the same in every schema
+/// (public for the test of an installation's upgrade).
+pub fn outbox_by_day_sql(schema: &str) -> String {
+    include_str!("../../../migrations/every_service/outbox_by_day.sql").replace("{s}", schema)
+}
+
+/// The version `outbox_by_day_sql` has in each schema: the one after its files of the time.
+fn outbox_by_day_version(schema: Schema) -> u32 {
+    match schema {
+        Schema::UserService => 9,
+        Schema::EventService => 15,
+        Schema::MediaService => 5,
+        Schema::AnalyticsService => 6,
+        Schema::NotificationService => 8,
+    }
+}
+
+/// The functions of `outbox_by_day_sql` the application calls: they run as the owner.
+const OUTBOX_FUNCTIONS: [&str; 2] = [
+    "outbox_cover(TIMESTAMPTZ, TIMESTAMPTZ)",
+    "outbox_drop_published(TIMESTAMPTZ)",
+];
 
 /// Outbox, inbox and idempotency keys of a schema (the grants are made by `grant`).
 fn infrastructure_sql(s: &str) -> String {

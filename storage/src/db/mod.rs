@@ -10,7 +10,7 @@ pub mod page;
 mod scope;
 
 pub use listen::listen;
-pub use migrate::{LEGACY_V1_CHECKSUMS, migrate, pending};
+pub use migrate::{LEGACY_V1_CHECKSUMS, migrate, outbox_by_day_sql, pending};
 pub use scope::{Scope, Tx};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, QueueMode, RecyclingMethod};

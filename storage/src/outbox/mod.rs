@@ -6,7 +6,7 @@ mod purge;
 mod relay;
 
 pub(crate) use doorbell::ring;
-pub use purge::{KEEP_PUBLISHED, purge_published};
+pub use purge::{DAYS_AHEAD, KEEP_PUBLISHED, prepare_days, purge_published};
 pub use relay::{Relay, RelayHandle};
 
 use crate::db::{DbError, Schema, Tx};
