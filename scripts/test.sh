@@ -27,8 +27,10 @@ export SMTP_URL=${SMTP_URL:-smtp://127.0.0.1:${SMTP_SINK_PORT:-2525}}
 export TEST_MAILDIR="$SHARED/mail"
 export RUST_LOG=${RUST_LOG:-warn}
 
-# Databases of earlier runs are dropped, so runs do not accumulate them.
-if command -v psql >/dev/null; then
+# The tests' databases are dropped before the run (those of a run that was cut short) and after
+# it, pass or fail: a few hundred left behind made the machine's next benchmarks erratic.
+drop_test_databases() {
+    command -v psql >/dev/null || return 0
     { psql "$TEST_DATABASE_URL" -Atqc "SELECT datname FROM pg_database WHERE datname LIKE 'bilet_test_%'" 2>/dev/null || true; } \
         | while read -r db; do psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1 || true; done
     # Each test database had an application role of its own (bilet_app_<database>); with the
@@ -37,7 +39,9 @@ if command -v psql >/dev/null; then
         FOR r IN SELECT rolname FROM pg_roles WHERE rolname LIKE 'bilet\_app\_bilet\_test\_%' LOOP
             BEGIN EXECUTE format('DROP ROLE %I', r); EXCEPTION WHEN others THEN NULL; END;
         END LOOP; END \$\$" >/dev/null 2>&1 || true
-fi
+}
+drop_test_databases
+trap drop_test_databases EXIT
 
 # Queues and exchanges the tests declared on earlier runs are removed in the background.
 ( rabbitmqctl -q list_queues name 2>/dev/null | grep -E '^bilet\.(events\.)?(test|flaky)-' \
