@@ -266,6 +266,7 @@ SELECT t.name, sum(greatest(c.reltuples, 0))::int8, sum(pg_total_relation_size(c
 FROM unnest($1::text[]) WITH ORDINALITY AS t (name, ord)
 CROSS JOIN LATERAL pg_partition_tree(t.name::regclass) p
 JOIN pg_class c ON c.oid = p.relid
+WHERE p.isleaf
 GROUP BY t.name, t.ord
 ORDER BY t.ord
 "#;
