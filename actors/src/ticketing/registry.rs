@@ -19,7 +19,7 @@ use std::sync::Arc;
 use storage::Database;
 use storage::cluster::{Fence, Lease};
 use storage::events::seats::{SeatOutcome, SeatRequest};
-use tokio::sync::{Mutex, oneshot, watch};
+use tokio::sync::{Mutex, OwnedMutexGuard, oneshot, watch};
 use uuid::Uuid;
 
 /// Why a request got no answer.
@@ -62,6 +62,52 @@ impl TicketingError {
     }
 }
 
+/// The gates of the events whose actors are starting; an event's gate is forgotten once no
+/// one is at it.
+#[derive(Default)]
+struct StartGates(std::sync::Mutex<HashMap<Uuid, Arc<Mutex<()>>>>);
+
+/// One starter's turn at an event's gate, until dropped.
+struct StartTurn<'a> {
+    gates: &'a StartGates,
+    event: Uuid,
+    gate: Arc<Mutex<()>>,
+    held: Option<OwnedMutexGuard<()>>,
+}
+
+impl StartGates {
+    /// Waits for the turn to start `event`'s actor: at most one starter of an event at a
+    /// time, and no waiting for another event's.
+    async fn turn(&self, event: Uuid) -> StartTurn<'_> {
+        let gate = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(event)
+            .or_default()
+            .clone();
+        let held = Some(gate.clone().lock_owned().await);
+        StartTurn {
+            gates: self,
+            event,
+            gate,
+            held,
+        }
+    }
+}
+
+impl Drop for StartTurn<'_> {
+    fn drop(&mut self) {
+        self.held = None;
+        let mut gates = self.gates.0.lock().unwrap_or_else(|p| p.into_inner());
+        // Clones are made under this lock only, so two (the map's and this one) means nobody
+        // else holds or awaits the gate.
+        if Arc::strong_count(&self.gate) == 2 {
+            gates.remove(&self.event);
+        }
+    }
+}
+
 /// A running event actor and the lease it works under.
 struct Running {
     lease: Lease,
@@ -80,8 +126,10 @@ pub struct Ticketing {
     round: std::time::Duration,
     /// Running event actors: read on every request without waiting.
     actors: std::sync::Mutex<HashMap<Uuid, Running>>,
-    /// Held while an event actor starts, so one event gets one actor.
-    starting: Mutex<()>,
+    /// Each event whose actor is starting, with the gate its starters pass one at a time, so
+    /// one event gets one actor while the starts of many events (each reads the database) run
+    /// side by side: an on-sale of a thousand events starts a thousand actors at once.
+    starting: StartGates,
     /// Every event actor runs under it.
     supervisor: Supervisor,
     /// Commits the ready batches of all of the node's ticket types.
@@ -115,7 +163,7 @@ impl Ticketing {
             idle: std::time::Duration::from_secs(config.idle_seconds.max(1)),
             owner,
             actors: std::sync::Mutex::new(HashMap::new()),
-            starting: Mutex::new(()),
+            starting: StartGates::default(),
             supervisor: Supervisor::default(),
             committer: Committer::start(db.clone(), config.committers),
             deadlines: Deadlines::default(),
@@ -167,7 +215,7 @@ impl Ticketing {
         if let Some(actor) = self.running_actor(event, lease)? {
             return Ok(actor);
         }
-        let _starting = self.starting.lock().await;
+        let _turn = self.starting.turn(event).await;
         if let Some(actor) = self.running_actor(event, lease)? {
             return Ok(actor);
         }
@@ -368,4 +416,37 @@ impl Ticketing {
 fn stop(actor: &ActorRef<EventMsg>) {
     actor.stop_children(None);
     actor.stop(None);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn starts_of_different_events_do_not_wait_for_each_other_and_one_event_starts_once_at_a_time()
+     {
+        let gates = StartGates::default();
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let first = gates.turn(a).await;
+        // Another event's turn is had while the first is held.
+        let other = tokio::time::timeout(Duration::from_secs(1), gates.turn(b)).await;
+        assert!(other.is_ok(), "another event's start waited");
+        drop(other);
+        // The same event's second starter waits for the first.
+        let second = tokio::time::timeout(Duration::from_millis(50), gates.turn(a)).await;
+        assert!(second.is_err(), "two starters of one event at once");
+        let waiter = async {
+            let _turn = gates.turn(a).await;
+            gates.0.lock().unwrap().len()
+        };
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            drop(first);
+        };
+        let (left, ()) = tokio::join!(waiter, release);
+        // Only its own gate was left while the waiter had its turn, and none once it ended.
+        assert_eq!(left, 1);
+        assert!(gates.0.lock().unwrap().is_empty());
+    }
 }
