@@ -185,6 +185,7 @@ async fn main() -> anyhow::Result<()> {
     let pid = node.child.id();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let rss_start = rss_kb(pid);
+    let anonymous_start = status_kb(pid, "RssAnon:");
     let peak = Arc::new(AtomicU64::new(rss_start));
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
@@ -265,7 +266,11 @@ async fn main() -> anyhow::Result<()> {
     let mut quiet_minute = Vec::new();
     for _ in 0..12 {
         tokio::time::sleep(Duration::from_secs(5)).await;
-        quiet_minute.push(rss_kb(pid) / 1024);
+        quiet_minute.push((
+            rss_kb(pid) / 1024,
+            status_kb(pid, "RssAnon:") / 1024,
+            status_kb(pid, "RssFile:") / 1024,
+        ));
     }
     let rss_minute = rss_kb(pid);
     let anonymous_minute = status_kb(pid, "RssAnon:");
@@ -322,8 +327,9 @@ async fn main() -> anyhow::Result<()> {
         mb(rss_minute),
     );
     println!(
-        "\nsockets the node held 10 s after the drain: {sockets_settled}; once its clients had gone: {sockets_alone} (threads then: {threads_alone}); a minute later its PostgreSQL connections: {connections_minute}, its anonymous memory (heap): {} MB, its largest mappings (size, resident MB): {mappings_minute:?}; resident MB every 5 s of that minute: {quiet_minute:?}",
-        anonymous_minute / 1024
+        "\nsockets the node held 10 s after the drain: {sockets_settled}; once its clients had gone: {sockets_alone} (threads then: {threads_alone}); a minute later its PostgreSQL connections: {connections_minute}, its anonymous memory (heap): {} MB (at the start: {} MB), its largest mappings (size, resident MB): {mappings_minute:?}; resident MB every 5 s of that minute (all, anonymous, of files: the program's own pages it has read since): {quiet_minute:?}",
+        anonymous_minute / 1024,
+        anonymous_start / 1024
     );
     println!("\nbacklog when the load ended: {backlog_at_end}\nbacklog at the end: {backlog:?}");
     anyhow::ensure!(
