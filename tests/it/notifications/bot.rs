@@ -10,7 +10,25 @@ async fn start_links_a_chat_once_and_other_commands_answer() {
     let (ctx, tg) = with_bot(|_| {}).await;
     let ann = ctx.user().await;
 
-    // The welcome comes in Ann's language (Russian by default) with her name.
+    // The welcome comes in Ann's language (Russian by default) with her name, once the
+    // notification service has learnt it from user.registered (before that, the bot greets
+    // the chat by the messenger's own name: see delivery.rs).
+    let owner = ctx.t.owner().await;
+    let db = &owner;
+    assert!(
+        crate::support::eventually(10, || async {
+            db.query_one(
+                "SELECT count(*) FROM notification_service.users WHERE user_id = $1::text::uuid",
+                &[&ann.user_id],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+                == 1
+        })
+        .await,
+        "the notification service learnt Ann's name"
+    );
     let token = link_token(&ctx, &ann).await;
     tg.says(5001, &format!("/start {token}"));
     let welcome = tg.wait_for(5001, 1, 10).await;
