@@ -273,6 +273,11 @@ impl Notifier {
             projection::link_if_free(tx, user_id, chat, now).await?;
         }
         let to = projection::recipient(tx, user_id, &first, "").await?;
+        // A chat linked through the bot's /start before this event was applied has had its
+        // welcome: the bot's answer. A second would only repeat it.
+        if user.messenger_id.is_none() && to.chat_id.is_some() {
+            return Ok(Vec::new());
+        }
         let values = BTreeMap::from([("firstName".to_string(), to.first_name.clone())]);
         Ok(vec![self.message(
             Kind::UserWelcome,

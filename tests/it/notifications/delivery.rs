@@ -52,9 +52,9 @@ async fn every_template_reaches_a_user_with_a_markdown_hostile_name() {
     assert_eq!(got.len(), expected, "the welcome and every template");
     // The fake refuses MarkdownV2 Telegram would refuse: nothing was refused.
     assert!(tg.sends().iter().all(|c| c.status == 200));
-    // The bot's answer to /start greets the chat by the messenger's own name ("Chat"); whether
-    // the welcome went out too depends on whether the chat was linked before user.registered
-    // was consumed. Every other message names the user.
+    // The bot's answer to /start greets the chat by the messenger's own name ("Chat") when
+    // the link came before user.registered was applied (the sign-up's welcome is then not
+    // sent again). Every other message names the user.
     for call in got
         .iter()
         .filter(|c| !c.text.starts_with("Здравствуйте, Chat") && !c.text.starts_with("Hello, Chat"))

@@ -220,3 +220,49 @@ async fn a_run_of_arrivals_applied_at_once_writes_what_one_by_one_writes() {
         .get(0);
     assert_eq!(tickets, 1, "one ticket for registration 5");
 }
+
+#[tokio::test]
+async fn a_chat_linked_through_the_bot_before_the_sign_up_was_applied_is_not_welcomed_again() {
+    let ctx = Ctx::new().await;
+    let inbox = Inbox::new(ctx.t.db.clone(), ctx.notifier());
+    let tenant = TenantId::new();
+    let (ann, bob) = (Uuid::now_v7(), Uuid::now_v7());
+    let (ann_chat, bob_chat) = (rand_chat(), rand_chat() + 1);
+    // Ann signed up by mail and linked her chat through /start (the bot's answer was her
+    // welcome) before the notification service applied her sign-up.
+    let tx = ctx.t.db.begin(storage::Scope::system()).await.unwrap();
+    assert!(
+        storage::notifications::projection::link_if_free(
+            &tx,
+            domain::ids::UserId(ann),
+            ann_chat,
+            Utc::now()
+        )
+        .await
+        .unwrap()
+    );
+    tx.commit().await.unwrap();
+    let signed_up = |user: Uuid, messenger: Option<i64>| {
+        let kind = "user.registered";
+        let data = json!({"userId": user, "firstName": "Ann", "lastName": "K",
+                          "messengerId": messenger.map(|chat| chat.to_string())});
+        Envelope::new(kind, Some(tenant), None, event_data(kind, data))
+    };
+    inbox.handle(&signed_up(ann, None)).await.unwrap();
+    // Bob signed in with the messenger: his own chat is linked and welcomed.
+    inbox.handle(&signed_up(bob, Some(bob_chat))).await.unwrap();
+
+    let owner = ctx.t.owner().await;
+    let welcomes: Vec<(Uuid, Option<i64>)> = owner
+        .query(
+            "SELECT user_id, chat_id FROM notification_service.messages
+              WHERE kind = 'user.welcome' AND user_id = ANY($1) ORDER BY user_id",
+            &[&vec![ann, bob]],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(welcomes, vec![(bob, Some(bob_chat))]);
+}
