@@ -5,6 +5,11 @@
 //! more, the node stayed at ~170 MB resident, 141 MB of it in mimalloc's arena, for ~30 MB in
 //! use (bench/README.md). Each worker thread collects when it runs out of work, at most every
 //! `EVERY`: a thread that goes idle again and again in a busy second collects once.
+//!
+//! What a collection frees only leaves the resident size when mimalloc commits its arena's
+//! memory as it is used: by default on Linux it commits a whole arena at once, and the pages a
+//! burst touched stayed resident (82 MB a minute after a sustained sale, against 46 MB with
+//! commit on demand; 51 against 32 MB at the start).
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -14,6 +19,25 @@ const EVERY: Duration = Duration::from_secs(5);
 
 thread_local! {
     static COLLECTED: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// mimalloc's `arena_eager_commit` (its index in `mi_option_e`, the same in mimalloc 2 and 3).
+#[cfg(feature = "mimalloc")]
+const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
+
+/// Run by the loader before `main`: the standard library allocates before `main` starts, and
+/// the first allocation reserves mimalloc's first arena, whose commit mode is fixed then.
+#[cfg(all(feature = "mimalloc", target_os = "linux"))]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static CONFIGURE: extern "C" fn() = configure;
+
+/// Arenas commit their memory as it is used. `MIMALLOC_ARENA_EAGER_COMMIT` in the environment
+/// still wins.
+#[cfg(feature = "mimalloc")]
+extern "C" fn configure() {
+    // SAFETY: sets one of mimalloc's options to a value it documents; no pointer is passed.
+    unsafe { libmimalloc_sys::mi_option_set_default(ARENA_EAGER_COMMIT, 0) }
 }
 
 /// Called by the runtime each time a worker thread parks (has nothing to run).

@@ -478,9 +478,13 @@ async fn door(
             })?,
         );
     }
+    let limiter = Arc::new(RateLimiter::new(counter, state.clock.clone(), gateway));
+    tokio::spawn(http::ratelimit::forget_ended_windows(Arc::downgrade(
+        &limiter,
+    )));
     Ok(Door {
         tokens: state.tokens.clone(),
-        limiter: Arc::new(RateLimiter::new(counter, state.clock.clone(), gateway)),
+        limiter,
         trusted: Arc::new(trusted),
         revocations,
     })

@@ -504,6 +504,9 @@ pub struct DatabaseConfig {
     /// A pooled connection no request has taken for this long is closed: processes sharing
     /// PostgreSQL's connection limit give back what a burst made them open.
     pub idle_connection_ms: u64,
+    /// A pooled connection this old is closed once it is back in the pool (a fresh one takes
+    /// its place when needed), giving back the buffers it grew to its largest message.
+    pub connection_lifetime_ms: u64,
 }
 
 /// Broker settings.
@@ -908,6 +911,7 @@ impl Default for DatabaseConfig {
             statement_timeout_ms: 30_000,
             idle_in_transaction_ms: 5_000,
             idle_connection_ms: 30_000,
+            connection_lifetime_ms: 60_000,
         }
     }
 }

@@ -2,8 +2,9 @@
 //! them on first use, starts a failed one again after a pause that grows with its recent
 //! failures, holding the type's requests meanwhile, and gives up — failing itself, which its
 //! own supervisor sees — past `MAX_RESTARTS` within a minute) and owns the
-//! event-level timer, the reminder 24 hours before the start, read from the database when it
-//! starts. It stops when it has been idle and no ticket-type actor runs under it.
+//! event-level timer, the reminder 24 hours before the start, read from the database in the
+//! background once it has started (the sale's first seats do not wait for it). It stops when it
+//! has been idle and no ticket-type actor runs under it.
 
 use super::committer::Committer;
 use super::registry::TicketingError;
@@ -27,6 +28,10 @@ pub enum EventMsg {
     /// Start the actor of this ticket type again (after a failure) and hand it the requests
     /// held meanwhile.
     Wake(Uuid),
+    /// Read when the reminder falls due (again, after a failed read).
+    ReadReminder,
+    /// When the reminder falls due, as read (None: none is to be sent).
+    ReminderRead(Option<chrono::DateTime<chrono::Utc>>),
     /// The reminder may be due.
     Remind,
     /// Stop if nothing happened for the idle time (else look again when it would be up).
@@ -82,18 +87,15 @@ impl Actor for EventActor {
         myself: ActorRef<EventMsg>,
         args: EventArgs,
     ) -> Result<EventState, ActorProcessingErr> {
-        let due = catalog::reminder_due_at(&args.db, args.event).await?;
         let state = EventState {
             args,
             children: HashMap::new(),
             last_active: Instant::now(),
-            reminder_due: due,
+            reminder_due: None,
             failures: HashMap::new(),
             held: HashMap::new(),
         };
-        if let Some(due) = due {
-            remind_at(&myself, &state, due);
-        }
+        read_reminder(&myself, &state);
         myself.send_after(state.args.idle, || EventMsg::Idle);
         Ok(state)
     }
@@ -116,6 +118,13 @@ impl Actor for EventActor {
             EventMsg::Wake(ticket_type) => {
                 for job in state.held.remove(&ticket_type).unwrap_or_default() {
                     seat(&myself, state, ticket_type, job).await;
+                }
+            }
+            EventMsg::ReadReminder => read_reminder(&myself, state),
+            EventMsg::ReminderRead(due) => {
+                state.reminder_due = due;
+                if let Some(due) = due {
+                    remind_at(&myself, state, due);
                 }
             }
             EventMsg::Remind => {
@@ -268,6 +277,24 @@ async fn child(
     let (actor, _) = Actor::spawn_linked(None, TicketTypeActor, args, myself.get_cell()).await?;
     state.children.insert(ticket_type, actor.clone());
     Ok(actor)
+}
+
+/// Reads when the reminder falls due on a task of its own, which tells the actor (or asks it
+/// to read again in a while when the database did not answer).
+fn read_reminder(myself: &ActorRef<EventMsg>, state: &EventState) {
+    let (myself, db, event) = (myself.clone(), state.args.db.clone(), state.args.event);
+    tokio::spawn(async move {
+        match catalog::reminder_due_at(&db, event).await {
+            Ok(due) => {
+                // The actor may have stopped meanwhile: then there is nobody to remind.
+                let _ = myself.send_message(EventMsg::ReminderRead(due));
+            }
+            Err(e) => {
+                tracing::warn!(%event, error = %e, "reading the event's reminder failed; retrying");
+                myself.send_after(Duration::from_secs(5), || EventMsg::ReadReminder);
+            }
+        }
+    });
 }
 
 /// Sets the reminder timer: it sleeps until the reminder is due, or until the clock should be

@@ -159,16 +159,17 @@ pub struct Database {
     config: std::sync::Arc<tokio_postgres::Config>,
 }
 
-/// Closes the pool's connections no one has taken for `idle`, until the pool is dropped. A
-/// process would otherwise keep every connection a burst made it open, holding a share of
-/// PostgreSQL's connection limit that the other processes of the installation may need (and
-/// each connection's buffers, grown to the largest message it ever sent).
-async fn close_idle(pool: deadpool_postgres::WeakPool, idle: Duration) {
-    let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+/// Closes the pool's connections no one has taken for `idle`, and those older than `lifetime`
+/// that are not taken, until the pool is dropped. A process would otherwise keep every
+/// connection a burst made it open, holding a share of PostgreSQL's connection limit that the
+/// other processes of the installation may need; and the connections a quiet node still uses
+/// would keep their buffers, grown to the largest message each ever sent or read, for good.
+async fn close_idle(pool: deadpool_postgres::WeakPool, idle: Duration, lifetime: Duration) {
+    let every = (idle.min(lifetime) / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
     loop {
         tokio::time::sleep(every).await;
         let Some(pool) = pool.upgrade() else { return };
-        pool.retain(|_, used| used.last_used() < idle);
+        pool.retain(|_, used| used.last_used() < idle && used.age() < lifetime);
     }
 }
 
@@ -214,7 +215,8 @@ impl Database {
             .map_err(|e| DbError::Url(e.to_string()))?;
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let idle = Duration::from_millis(config.idle_connection_ms.max(1));
-            runtime.spawn(close_idle(pool.weak(), idle));
+            let lifetime = Duration::from_millis(config.connection_lifetime_ms.max(1));
+            runtime.spawn(close_idle(pool.weak(), idle, lifetime));
         }
         Ok(Database {
             pool,
