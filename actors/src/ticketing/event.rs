@@ -186,6 +186,13 @@ impl Actor for EventActor {
         match message {
             SupervisionEvent::ActorTerminated(cell, _, _) => {
                 state.children.retain(|_, a| a.get_id() != cell.get_id());
+                // The last child stopped for being idle: the event most likely is too, and its
+                // own idle timer, having found the child still running, waits a whole idle
+                // time more.
+                let idle = super::idle_left(state.last_active.elapsed(), state.args.idle).is_none();
+                if idle && state.children.is_empty() && state.held.is_empty() {
+                    myself.stop(Some("idle".into()));
+                }
             }
             SupervisionEvent::ActorFailed(cell, error) => {
                 let failed: Vec<Uuid> = state

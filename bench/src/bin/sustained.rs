@@ -5,11 +5,13 @@
 //! and every consumer take to catch up (every announcement published and delivered, a
 //! participant, a settled ticket message and an analytics record per registration), and the
 //! node's memory before the load, at its peak, once drained, 10 s later, once its clients have
-//! gone and a minute after that (its pools close connections idle for 30 s).
+//! gone, a minute after that (its pools close connections idle for 30 s) and QUIET seconds after
+//! that (the sale's actors stop after `ticketing.idle_seconds` without requests, 300 s).
 //!
 //! `cargo build --release -p bilet --bin bilet -p bench --bin sustained && target/release/sustained`
 //! (DATABASE_URL: an owner connection; the database `bilet_bench_sustained` is recreated).
-//! RATE (3,000), DURATION (60), EVENTS (64), DRAIN_LIMIT (300 s); BILET_BIN names `bilet`.
+//! RATE (3,000), DURATION (60), EVENTS (64), DRAIN_LIMIT (300 s), QUIET (330 s); BILET_BIN names
+//! `bilet`.
 
 use anyhow::Context;
 use bench::node::Node;
@@ -153,6 +155,7 @@ async fn main() -> anyhow::Result<()> {
     let duration = env_or("DURATION", 60);
     let events = env_or("EVENTS", 64).max(1);
     let drain_limit = Duration::from_secs(env_or("DRAIN_LIMIT", 300) as u64);
+    let quiet = env_or("QUIET", 330) as u64;
     let per_event = (rate * duration).div_ceil(events);
     let total = per_event * events;
     let bin = bilet_bin()?;
@@ -285,6 +288,17 @@ async fn main() -> anyhow::Result<()> {
                 .map(|t| t.trim().to_string())
         })
         .unwrap_or_default();
+    // Then every 30 s until QUIET seconds after the minute: what stays once the actors the sale
+    // started have stopped too.
+    let mut quiet_after = Vec::new();
+    for _ in 0..quiet.div_ceil(30) {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        quiet_after.push((
+            rss_kb(pid) / 1024,
+            status_kb(pid, "RssAnon:") / 1024,
+        ));
+    }
+    let rss_quiet = rss_kb(pid);
     sampling.store(false, Ordering::Relaxed);
     let _ = sampler.await;
     let created = created.load(Ordering::Relaxed);
@@ -298,10 +312,10 @@ async fn main() -> anyhow::Result<()> {
     };
     let mb = |kb: u64| kb as f64 / 1024.0;
     println!(
-        "| offered/s | seconds | successes/s | p50 ms | p95 ms | p99 ms | created | errors | oversold | not sold out | miscounted | lost | bilet CPU ms/reg | PostgreSQL CPU ms/reg | drained after s | RSS MB: start, peak, end of load, drained, +10 s, clients gone, +60 s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| offered/s | seconds | successes/s | p50 ms | p95 ms | p99 ms | created | errors | oversold | not sold out | miscounted | lost | bilet CPU ms/reg | PostgreSQL CPU ms/reg | drained after s | RSS MB: start, peak, end of load, drained, +10 s, clients gone, +60 s, +60+QUIET s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     println!(
-        "| {rate} | {:.1} | {:.0} | {:.2} | {:.2} | {:.2} | {created} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {:.0}, {:.0}, {:.0}, {:.0}, {:.0}, {:.0}, {:.0} |",
+        "| {rate} | {:.1} | {:.0} | {:.2} | {:.2} | {:.2} | {created} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {:.0}, {:.0}, {:.0}, {:.0}, {:.0}, {:.0}, {:.0}, {:.0} |",
         figures.elapsed.as_secs_f64(),
         figures.per_second(),
         bench::ms(figures.p50),
@@ -325,9 +339,10 @@ async fn main() -> anyhow::Result<()> {
         mb(rss_settled),
         mb(rss_alone),
         mb(rss_minute),
+        mb(rss_quiet),
     );
     println!(
-        "\nsockets the node held 10 s after the drain: {sockets_settled}; once its clients had gone: {sockets_alone} (threads then: {threads_alone}); a minute later its PostgreSQL connections: {connections_minute}, its anonymous memory (heap): {} MB (at the start: {} MB), its largest mappings (size, resident MB): {mappings_minute:?}; resident MB every 5 s of that minute (all, anonymous, of files: the program's own pages it has read since): {quiet_minute:?}",
+        "\nsockets the node held 10 s after the drain: {sockets_settled}; once its clients had gone: {sockets_alone} (threads then: {threads_alone}); a minute later its PostgreSQL connections: {connections_minute}, its anonymous memory (heap): {} MB (at the start: {} MB), its largest mappings (size, resident MB): {mappings_minute:?}; resident MB every 5 s of that minute (all, anonymous, of files: the program's own pages it has read since): {quiet_minute:?}; then every 30 s for {quiet} s (all, anonymous): {quiet_after:?}",
         anonymous_minute / 1024,
         anonymous_start / 1024
     );
