@@ -60,3 +60,16 @@ fn collect() {
 /// The system allocator returns what it can on its own (heap profilers need it unchanged).
 #[cfg(not(feature = "mimalloc"))]
 fn collect() {}
+
+#[cfg(all(test, feature = "mimalloc", target_os = "linux"))]
+mod tests {
+    #[test]
+    fn the_allocator_commits_its_arenas_as_they_are_used() {
+        if std::env::var_os("MIMALLOC_ARENA_EAGER_COMMIT").is_some() {
+            return; // the operator's choice wins
+        }
+        // SAFETY: reads an option by its documented index.
+        let eager = unsafe { libmimalloc_sys::mi_option_get(super::ARENA_EAGER_COMMIT) };
+        assert_eq!(eager, 0, "set before main by the loader constructor");
+    }
+}

@@ -218,6 +218,43 @@ async fn a_process_gives_back_the_connections_a_burst_made_it_open() {
     );
 }
 
+#[tokio::test]
+async fn a_pooled_connection_in_constant_use_is_replaced_once_it_has_lived_its_lifetime() {
+    // The few connections a quiet process keeps using would otherwise keep, for good, the
+    // buffers a burst grew in them.
+    let t = TestDb::new().await;
+    let config = DatabaseConfig {
+        connection_lifetime_ms: 600,
+        ..t.config.database.clone()
+    };
+    let db = storage::Database::connect(&config).unwrap();
+    let backend = || async {
+        let client = db.client().await.unwrap();
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        pid
+    };
+    let first = backend().await;
+    let mut seen = vec![first];
+    let until = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::time::Instant::now() < until && seen.len() < 3 {
+        // Never idle for the pool's idle time (30 s): only its age can close it.
+        let pid = backend().await;
+        if seen.last() != Some(&pid) {
+            seen.push(pid);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        seen.len() >= 3,
+        "one connection in use all along is replaced about every 600 ms: backends {seen:?}"
+    );
+    assert_eq!(db.open_connections(), 1, "one at a time is all it needed");
+}
+
 fn bilet() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bilet"));
     for var in [

@@ -293,10 +293,7 @@ async fn main() -> anyhow::Result<()> {
     let mut quiet_after = Vec::new();
     for _ in 0..quiet.div_ceil(30) {
         tokio::time::sleep(Duration::from_secs(30)).await;
-        quiet_after.push((
-            rss_kb(pid) / 1024,
-            status_kb(pid, "RssAnon:") / 1024,
-        ));
+        quiet_after.push((rss_kb(pid) / 1024, status_kb(pid, "RssAnon:") / 1024));
     }
     let rss_quiet = rss_kb(pid);
     sampling.store(false, Ordering::Relaxed);
