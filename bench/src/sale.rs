@@ -141,23 +141,35 @@ pub fn token(user: UserId, tenant: Option<TenantId>, roles: Vec<Role>) -> anyhow
         .token)
 }
 
-/// POSTs `body` with `token`; the answer's JSON, or an error naming the status.
+/// POSTs `body` with `token`; the answer's JSON, or an error naming the status. A 503 is
+/// tried again after the wait it names, with the same idempotency key (so once at most): a
+/// cluster just started answers it while the gateway has not yet learnt an event's owner.
 pub async fn post(
     client: &reqwest::Client,
     url: String,
     token: &str,
     body: serde_json::Value,
 ) -> anyhow::Result<serde_json::Value> {
-    let r = client
-        .post(&url)
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await?;
-    let status = r.status();
-    let body: serde_json::Value = r.json().await.unwrap_or_default();
-    anyhow::ensure!(status.is_success(), "{url}: {status} {body}");
-    Ok(body)
+    let key = Uuid::now_v7().to_string();
+    for _ in 0..10 {
+        let r = client
+            .post(&url)
+            .bearer_auth(token)
+            .header("X-Idempotency-Key", &key)
+            .json(&body)
+            .send()
+            .await?;
+        let status = r.status();
+        let answer: serde_json::Value = r.json().await.unwrap_or_default();
+        if status == reqwest::StatusCode::SERVICE_UNAVAILABLE {
+            let wait = answer["retryAfter"].as_u64().unwrap_or(1).clamp(1, 5);
+            tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+            continue;
+        }
+        anyhow::ensure!(status.is_success(), "{url}: {status} {answer}");
+        return Ok(answer);
+    }
+    anyhow::bail!("{url}: still 503 after 10 tries")
 }
 
 /// The `id` of an answer.

@@ -84,6 +84,9 @@ filter = "error"
 [database]
 url = "{db_url}"
 pool_size = 48
+# Every process together stays below this server's limit (Debian's 100): a node that takes
+# over a killed one's shards opens connections, and past the limit its actors could not start.
+max_connections = 90
 [broker]
 url = "{amqp}"
 exchange = "bilet.bench-{exchange}"
