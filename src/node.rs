@@ -479,9 +479,12 @@ async fn door(
         );
     }
     let limiter = Arc::new(RateLimiter::new(counter, state.clock.clone(), gateway));
-    tokio::spawn(http::ratelimit::forget_ended_windows(Arc::downgrade(
-        &limiter,
-    )));
+    // Redis expires its keys itself; only counts kept in memory need letting go.
+    if state.config.redis.url.is_none() {
+        tokio::spawn(http::ratelimit::forget_ended_windows(Arc::downgrade(
+            &limiter,
+        )));
+    }
     Ok(Door {
         tokens: state.tokens.clone(),
         limiter,
