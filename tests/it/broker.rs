@@ -336,7 +336,7 @@ async fn a_delivery_in_flight_at_a_crash_is_delivered_once_after_the_restart() {
         .owner()
         .await
         .query_one(
-            "SELECT event IS NULL, source, event_id FROM broker.deliveries WHERE consumer = $1",
+            "SELECT event IS NULL, source, event_ids FROM broker.deliveries WHERE consumer = $1",
             &[&consumer],
         )
         .await
@@ -345,9 +345,9 @@ async fn a_delivery_in_flight_at_a_crash_is_delivered_once_after_the_restart() {
         (
             recorded.get::<_, bool>(0),
             recorded.get::<_, String>(1),
-            recorded.get::<_, uuid::Uuid>(2)
+            recorded.get::<_, Vec<uuid::Uuid>>(2)
         ),
-        (true, "event_service".to_string(), id.as_uuid())
+        (true, "event_service".to_string(), vec![id.as_uuid()])
     );
 
     // The process dies: its tasks stop and its owner lock goes with its connection.
@@ -369,6 +369,140 @@ async fn a_delivery_in_flight_at_a_crash_is_delivered_once_after_the_restart() {
     assert_eq!(applier.applied(), vec![id]);
     assert_eq!(applier.deliveries.load(Ordering::SeqCst), 1, "exactly once");
     relay.stop().await;
+}
+
+/// Writes `kinds` to the event service's outbox in one transaction, so one relay round
+/// publishes them together.
+async fn write_events(t: &TestDb, kinds: &[&str]) -> Vec<EventId> {
+    let tx = t.db.begin(Scope::anonymous()).await.unwrap();
+    let mut ids = Vec::new();
+    for kind in kinds {
+        let event = Envelope::new(*kind, None, None, serde_json::json!({"n": kind}));
+        outbox::enqueue(&tx, Schema::EventService, &event)
+            .await
+            .unwrap();
+        ids.push(event.id);
+    }
+    tx.commit().await.unwrap();
+    ids
+}
+
+/// The events each row of `consumer` names, in the order of the rows.
+async fn named(t: &TestDb, consumer: &str) -> Vec<Vec<uuid::Uuid>> {
+    t.owner()
+        .await
+        .query(
+            "SELECT event_ids FROM broker.deliveries WHERE consumer = $1 ORDER BY seq",
+            &[&consumer],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_publish_is_one_row_per_consumer_and_a_crash_delivers_each_of_its_events_once() {
+    let t = TestDb::new().await;
+    let policy = crate::outbox::POLICY;
+    let applier = Applier::new(t.db.clone());
+    let consumer = applier.consumer.clone();
+    let first = durable(&t, policy).await;
+    let stuck = stuck_on(&first, &consumer, "shared.#").await;
+    let ids = write_events(&t, &["shared.a", "shared.b", "shared.c", "shared.d"]).await;
+    let relay = start_relay(&t, first.clone());
+    assert!(
+        eventually(10, || async {
+            stuck.started.load(Ordering::SeqCst)
+                && outbox::backlog(&t.db, Schema::EventService).await.unwrap() == 0
+        })
+        .await
+    );
+    let in_order: Vec<uuid::Uuid> = ids.iter().map(|id| id.as_uuid()).collect();
+    assert_eq!(
+        named(&t, &consumer).await,
+        vec![in_order],
+        "one row, in order"
+    );
+
+    // The process dies with the first event in its handler: all four come again, once each.
+    relay.stop().await;
+    drop(first);
+    let second = durable(&t, policy).await;
+    second
+        .subscribe(applier.subscription("shared.#"))
+        .await
+        .unwrap();
+    assert!(eventually(10, || async { applier.applied() == ids }).await);
+    assert!(eventually(5, || async { rows(&t, &consumer).await == 0 }).await);
+}
+
+/// Refuses the events of one kind, applies the others.
+struct RefusesOne {
+    bad: &'static str,
+    handled: Mutex<Vec<EventId>>,
+}
+
+#[async_trait]
+impl Handler for RefusesOne {
+    async fn handle(&self, event: &Envelope) -> Result<(), HandlerError> {
+        if event.event_type == self.bad {
+            return Err("downstream refused".into());
+        }
+        // Once, as an inbox would: a batch that failed is handled again one by one.
+        let mut handled = self.handled.lock().unwrap();
+        if !handled.contains(&event.id) {
+            handled.push(event.id);
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_failing_message_of_a_shared_row_gets_a_row_of_its_own_and_the_shared_row_goes() {
+    let t = TestDb::new().await;
+    // Parked at its first failure (straight from the shared row), or after a retry (from a
+    // row of its own, split off at the first failure).
+    for max_attempts in [1, 3] {
+        let policy = RetryPolicy {
+            max_attempts,
+            base_delay: Duration::from_millis(50),
+        };
+        let bus = durable(&t, policy).await;
+        let consumer = format!("refuses-{}", uuid::Uuid::now_v7().simple());
+        let handler = Arc::new(RefusesOne {
+            bad: "split.bad",
+            handled: Mutex::new(Vec::new()),
+        });
+        bus.subscribe(Subscription {
+            consumer: consumer.clone(),
+            patterns: vec!["split.#".into()],
+            handler: handler.clone(),
+        })
+        .await
+        .unwrap();
+        let ids = write_events(&t, &["split.a", "split.bad", "split.c"]).await;
+        let relay = start_relay(&t, bus.clone());
+        assert!(parked_one(&t, &consumer).await, "{max_attempts} attempts");
+        assert_eq!(*handler.handled.lock().unwrap(), vec![ids[0], ids[2]]);
+        // Only the dead letter is left, naming the one event, with its copy.
+        assert!(eventually(5, || async { rows(&t, &consumer).await == 1 }).await);
+        assert_eq!(named(&t, &consumer).await, vec![vec![ids[1].as_uuid()]]);
+        let letters = deliveries::dead_letters(&t.db, Some(&consumer))
+            .await
+            .unwrap();
+        assert_eq!(
+            (letters[0].attempts, letters[0].event.as_ref().map(|e| e.id)),
+            (max_attempts, Some(ids[1]))
+        );
+        relay.stop().await;
+        // Published: the next round of the loop starts from an empty outbox.
+        assert_eq!(
+            outbox::backlog(&t.db, Schema::EventService).await.unwrap(),
+            0
+        );
+    }
 }
 
 #[tokio::test]

@@ -257,7 +257,16 @@ impl Membership {
                 handed_over = give_back.len(), lost, "cluster shards changed");
         }
         let settled = mine.iter().all(|shard| held.0.contains_key(shard));
-        self.held.send_replace(held);
+        // A renewal that changed nothing wakes nobody: what follows the shards (the timer,
+        // the actors' registry, the hand-over) would otherwise look again several times a
+        // second for no reason.
+        self.held.send_if_modified(|current| {
+            let changed = *current != held;
+            if changed {
+                *current = held;
+            }
+            changed
+        });
         self.counts.send_modify(|c| {
             c.refused = refused;
             c.skewed = skewed;

@@ -1,9 +1,12 @@
 //! The in-process broker's deliveries in PostgreSQL (`broker.deliveries`): the safety net
-//! under its memory queues, its retry schedule and its dead letters. A row is written per
-//! event and consumer before a publish is confirmed, belongs to the bus holding it in memory
-//! (its owner, see `owner`), and is deleted once the handler succeeded. A bus running a
-//! consumer takes up the rows of that consumer that nobody holds: those of a process that
-//! died, and replayed dead letters.
+//! under its memory queues, its retry schedule and its dead letters. Before a publish is
+//! confirmed each consumer gets a row naming its events (up to `EVENTS_PER_ROW` of one outbox
+//! in a row, or one event as a copy); the row belongs to the bus holding it in memory (its
+//! owner, see `owner`) and is deleted once every message in it was handled. A message of a
+//! shared row that fails moves to a row of its own for its retries or as a dead letter. A bus
+//! running a consumer takes up the rows of that consumer that nobody holds: those of a process
+//! that died (all of whose events come again; the consumers' inboxes drop what they applied),
+//! and replayed dead letters.
 
 use super::DeadLetter;
 use crate::db::{Database, DbError, Schema, Scope};
@@ -12,51 +15,91 @@ use std::collections::HashMap;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// A delivery taken up from the table, to be handed to its consumer.
+/// Events of an outbox one row names at most: 100 ids (1.6 kB) keep a row below the size at
+/// which PostgreSQL compresses a value or moves it out of line.
+pub(super) const EVENTS_PER_ROW: usize = 100;
+
+/// A row taken up from the table, to be handed to its consumer.
 pub(super) struct Taken {
     /// The row.
     pub id: Uuid,
     /// Whose it is.
     pub consumer: String,
-    /// The envelope as stored; decoded by the caller, which parks it if it does not decode.
-    pub event: serde_json::Value,
     /// The attempt this delivery is.
     pub attempt: u32,
-    /// It named its event's place in an outbox, and the event is no longer there.
-    pub purged: bool,
+    /// The outbox its events are named in; none for a row carrying a copy.
+    pub source: Option<Schema>,
+    /// Its events, in publication order.
+    pub events: Vec<TakenEvent>,
 }
 
-/// Records the deliveries `(row id, consumer, event)` as held by `owner`, in one statement:
-/// once this returns they survive a crash. Events read from the outbox of `outbox` are
-/// recorded by where they are (`source`, `event_id`), the others by a copy.
+/// One event of a row taken up.
+pub(super) struct TakenEvent {
+    /// Its id, where the row names it in an outbox.
+    pub id: Option<Uuid>,
+    /// The envelope as stored, decoded by the caller, which parks it if it does not decode;
+    /// none when the event is no longer in its outbox (purged).
+    pub event: Option<serde_json::Value>,
+}
+
+/// What a publish records for one consumer in one row.
+pub(super) struct Recorded<'a> {
+    /// The row.
+    pub id: Uuid,
+    /// Whose it is.
+    pub consumer: &'a str,
+    /// Its events, in order: one when recorded as a copy, up to `EVENTS_PER_ROW` by place.
+    pub events: Vec<&'a Envelope>,
+}
+
+/// Records the deliveries of a publish as held by `owner`, in one statement: once this
+/// returns they survive a crash. Events read from the outbox of `outbox` are recorded by
+/// where they are (`source`, `event_ids`, several to a row), the others by a copy each.
 pub(super) async fn record(
     db: &Database,
     owner: i64,
-    rows: &[(Uuid, &str, &Envelope)],
+    rows: &[Recorded<'_>],
     outbox: Option<Schema>,
 ) -> Result<(), DbError> {
     if rows.is_empty() {
         return Ok(());
     }
-    let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
-    let consumers: Vec<&str> = rows.iter().map(|r| r.1).collect();
     let client = db.client().await?;
     match outbox {
         Some(schema) => {
-            let events: Vec<Uuid> = rows.iter().map(|r| r.2.id.as_uuid()).collect();
+            // Flat arrays, one element per event, folded back into rows in their order (the
+            // order of `seq`, which take-up follows).
+            let (mut ids, mut consumers, mut events) = (Vec::new(), Vec::new(), Vec::new());
+            for row in rows {
+                for event in &row.events {
+                    ids.push(row.id);
+                    consumers.push(row.consumer);
+                    events.push(event.id.as_uuid());
+                }
+            }
             client
                 .execute(
-                    "INSERT INTO broker.deliveries (id, consumer, source, event_id, owner)
-                     SELECT u.id, u.consumer, $3, u.event_id, $5
-                     FROM UNNEST($1::uuid[], $2::text[], $4::uuid[]) AS u(id, consumer, event_id)",
+                    "INSERT INTO broker.deliveries (id, consumer, source, event_ids, owner)
+                     SELECT u.id, min(u.consumer), $3, array_agg(u.event_id ORDER BY u.n), $5
+                     FROM UNNEST($1::uuid[], $2::text[], $4::uuid[]) WITH ORDINALITY
+                          AS u(id, consumer, event_id, n)
+                     GROUP BY u.id
+                     ORDER BY min(u.n)",
                     &[&ids, &consumers, &schema.name(), &events, &owner],
                 )
                 .await?;
         }
         None => {
+            let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+            let consumers: Vec<&str> = rows.iter().map(|r| r.consumer).collect();
             let events: Vec<serde_json::Value> = rows
                 .iter()
-                .map(|r| serde_json::to_value(r.2).unwrap_or(serde_json::Value::Null))
+                .map(|r| {
+                    r.events
+                        .first()
+                        .and_then(|e| serde_json::to_value(e).ok())
+                        .unwrap_or(serde_json::Value::Null)
+                })
                 .collect();
             client
                 .execute(
@@ -68,6 +111,77 @@ pub(super) async fn record(
                 .await?;
         }
     }
+    Ok(())
+}
+
+/// Gives one message of a shared row a row of its own, `id`, holding its attempt `attempt`
+/// due in `delay`: from then on its retries are its own, and the shared row waits only for
+/// its other messages.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn split(
+    db: &Database,
+    owner: i64,
+    id: Uuid,
+    consumer: &str,
+    source: Schema,
+    event: Uuid,
+    attempt: u32,
+    delay: Duration,
+    error: &str,
+) -> Result<(), DbError> {
+    let delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+    db.client()
+        .await?
+        .execute(
+            "INSERT INTO broker.deliveries
+                 (id, consumer, source, event_ids, owner, attempt, due_at, last_error)
+             VALUES ($1, $2, $3, ARRAY[$4::uuid], $5, $6,
+                     now() + $7 * interval '1 millisecond', $8)",
+            &[
+                &id,
+                &consumer,
+                &source.name(),
+                &event,
+                &owner,
+                &to_i32(attempt),
+                &delay_ms,
+                &error,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Parks one message of a shared row as a dead letter of its own, `id`, with a copy of its
+/// event when there is one (none when it was purged from its outbox).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn park_apart(
+    db: &Database,
+    id: Uuid,
+    consumer: &str,
+    source: Schema,
+    event_id: Uuid,
+    attempts: u32,
+    error: &str,
+    event: Option<serde_json::Value>,
+) -> Result<(), DbError> {
+    db.client()
+        .await?
+        .execute(
+            "INSERT INTO broker.deliveries
+                 (id, consumer, source, event_ids, event, attempt, dead_at, last_error)
+             VALUES ($1, $2, $3, ARRAY[$4::uuid], $5, $6, now(), $7)",
+            &[
+                &id,
+                &consumer,
+                &source.name(),
+                &event_id,
+                &event,
+                &to_i32(attempts),
+                &error,
+            ],
+        )
+        .await?;
     Ok(())
 }
 
@@ -155,19 +269,23 @@ pub(super) async fn take_up(
              )
              UPDATE broker.deliveries d SET owner = $1
              FROM free WHERE d.id = free.id
-             RETURNING d.seq, d.id, d.consumer, d.event, d.attempt, d.source, d.event_id",
+             RETURNING d.seq, d.id, d.consumer, d.event, d.attempt, d.source,
+                       coalesce(d.event_ids, ARRAY[d.event_id])",
             &[&owner, &consumers, &limit],
         )
         .await?;
-    // Where a row names its event's place, the event is read from that outbox.
+    // Where a row names its events' places, the events are read from that outbox.
     let mut wanted: HashMap<&str, Vec<Uuid>> = HashMap::new();
     for r in &rows {
-        if let (None, Some(source), Some(event)) = (
+        if let (None, Some(source), Some(events)) = (
             r.get::<_, Option<serde_json::Value>>(3),
             r.get::<_, Option<&str>>(5),
-            r.get::<_, Option<Uuid>>(6),
+            r.get::<_, Option<Vec<Option<Uuid>>>>(6),
         ) {
-            wanted.entry(source).or_default().push(event);
+            wanted
+                .entry(source)
+                .or_default()
+                .extend(events.into_iter().flatten());
         }
     }
     let mut found: HashMap<Uuid, serde_json::Value> = HashMap::new();
@@ -186,19 +304,30 @@ pub(super) async fn take_up(
     let mut taken: Vec<(i64, Taken)> = rows
         .iter()
         .map(|r| {
-            let event = r.get::<_, Option<serde_json::Value>>(3).or_else(|| {
-                r.get::<_, Option<Uuid>>(6)
-                    .and_then(|id| found.get(&id).cloned())
-            });
+            let events = match r.get::<_, Option<serde_json::Value>>(3) {
+                Some(copy) => vec![TakenEvent {
+                    id: None,
+                    event: Some(copy),
+                }],
+                None => r
+                    .get::<_, Option<Vec<Option<Uuid>>>>(6)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .flatten()
+                    .map(|id| TakenEvent {
+                        id: Some(id),
+                        event: found.get(&id).cloned(),
+                    })
+                    .collect(),
+            };
             (
                 r.get(0),
                 Taken {
                     id: r.get(1),
                     consumer: r.get(2),
-                    purged: event.is_none(),
-                    // Parked by the caller, which cannot decode it.
-                    event: event.unwrap_or(serde_json::Value::Null),
                     attempt: u32::try_from(r.get::<_, i32>(4)).unwrap_or(1).max(1),
+                    source: r.get::<_, Option<&str>>(5).and_then(Schema::from_name),
+                    events,
                 },
             )
         })

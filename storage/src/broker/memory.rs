@@ -1,9 +1,10 @@
 //! The in-process bus: the embedded default for a single node. It routes and retries exactly
 //! like the RabbitMQ broker, and delivers from memory queues.
 //!
-//! Built on a database (`durable`, what a node does), it writes each delivery to
-//! `broker.deliveries` before confirming a publish, so the relay stamps an outbox row only once
-//! every subscribed consumer's delivery is on disk. The table keeps the retry schedule and the
+//! Built on a database (`durable`, what a node does), it writes each publish's deliveries to
+//! `broker.deliveries` before confirming it (a row per consumer naming up to a hundred events
+//! of the outbox), so the relay stamps an outbox row only once every subscribed consumer's
+//! delivery is on disk. The table keeps the retry schedule and the
 //! dead letters, and a bus starting takes up the deliveries a dead process left (see
 //! `deliveries` and `owner`). Built without (`new`), it keeps everything in memory.
 //!
@@ -18,6 +19,7 @@ use super::{
 use crate::db::{Database, Schema};
 use async_trait::async_trait;
 use domain::envelope::{Envelope, topic_matches};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
@@ -96,9 +98,31 @@ struct Pending {
     event: Envelope,
     attempt: u32,
     /// Its row in `broker.deliveries`, on a durable bus.
-    row: Option<Uuid>,
+    row: Option<Row>,
     /// Its place in the queue, given back when the message is handled or dropped.
     place: Option<OwnedSemaphorePermit>,
+}
+
+/// A delivery's row in `broker.deliveries`: its own, or shared by the messages of one
+/// publish for one consumer. The row is deleted when the last of its messages is done.
+#[derive(Clone)]
+struct Row {
+    id: Uuid,
+    /// Its messages not done yet.
+    open: Arc<AtomicUsize>,
+    /// The outbox a shared row names its events in; `None` for a row of one message, whose
+    /// retries and dead letter are written on the row itself.
+    shared: Option<Schema>,
+}
+
+impl Row {
+    fn new(id: Uuid, messages: usize, source: Option<Schema>) -> Row {
+        Row {
+            id,
+            open: Arc::new(AtomicUsize::new(messages)),
+            shared: source.filter(|_| messages > 1),
+        }
+    }
 }
 
 /// Waits for a place in a consumer's queue (none if the bus is shutting down: the message is
@@ -182,23 +206,54 @@ impl Bus {
         queues.iter().map(|q| q.consumer.clone()).collect()
     }
 
-    /// Forgets a handled delivery.
-    fn done(&self, pending: &Pending) {
-        if let (Some(store), Some(row)) = (&self.store, pending.row) {
-            let _ = store.done.send(row);
+    /// Counts a delivery done (handled, or moved to a row of its own); its row is forgotten
+    /// with the last of its messages.
+    fn done(&self, row: Option<&Row>) {
+        if let (Some(store), Some(row)) = (&self.store, row)
+            && row.open.fetch_sub(1, Ordering::AcqRel) == 1
+        {
+            let _ = store.done.send(row.id);
         }
     }
 
-    /// Writes down that attempt `pending.attempt + 1` comes in `delay`. Best effort: if it
-    /// cannot be written, a crash meanwhile only brings the message back sooner, with fewer
-    /// attempts counted.
-    async fn reschedule(&self, consumer: &str, pending: &Pending, delay: Duration, error: &str) {
-        let (Some(store), Some(row)) = (&self.store, pending.row) else {
+    /// Writes down that attempt `pending.attempt + 1` comes in `delay`; a message of a shared
+    /// row first gets a row of its own. Best effort: if it cannot be written, a crash
+    /// meanwhile only brings the message back sooner, with fewer attempts counted.
+    async fn reschedule(
+        &self,
+        consumer: &str,
+        pending: &mut Pending,
+        delay: Duration,
+        error: &str,
+    ) {
+        let (Some(store), Some(row)) = (&self.store, pending.row.clone()) else {
             return;
         };
-        if let Err(e) =
-            deliveries::reschedule(&store.db, row, pending.attempt + 1, delay, error).await
-        {
+        let attempt = pending.attempt + 1;
+        let written = match row.shared {
+            Some(source) => {
+                let own = Uuid::now_v7();
+                let split = deliveries::split(
+                    &store.db,
+                    store.owner,
+                    own,
+                    consumer,
+                    source,
+                    pending.event.id.as_uuid(),
+                    attempt,
+                    delay,
+                    error,
+                )
+                .await;
+                if split.is_ok() {
+                    self.done(Some(&row));
+                    pending.row = Some(Row::new(own, 1, None));
+                }
+                split
+            }
+            None => deliveries::reschedule(&store.db, row.id, attempt, delay, error).await,
+        };
+        if let Err(e) = written {
             tracing::warn!(consumer, event_id = %pending.event.id, error = %e, "retry schedule not recorded");
         }
     }
@@ -207,7 +262,7 @@ impl Bus {
     /// letter is written (a database outage holds the consumer, whose handler would meet the
     /// same outage anyway), so no dead letter exists only in memory.
     async fn park(&self, consumer: &str, pending: Pending, error: &HandlerError) {
-        let (Some(store), Some(row)) = (&self.store, pending.row) else {
+        let (Some(store), Some(row)) = (&self.store, &pending.row) else {
             self.dead
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -221,18 +276,39 @@ impl Bus {
             return;
         };
         let reason = error.to_string();
-        while let Err(e) = deliveries::park(
-            &store.db,
-            row,
-            pending.attempt,
-            &reason,
-            Some(&pending.event),
-        )
-        .await
-        {
+        let own = Uuid::now_v7();
+        while let Err(e) = match row.shared {
+            Some(source) => {
+                deliveries::park_apart(
+                    &store.db,
+                    own,
+                    consumer,
+                    source,
+                    pending.event.id.as_uuid(),
+                    pending.attempt,
+                    &reason,
+                    serde_json::to_value(&pending.event).ok(),
+                )
+                .await
+            }
+            None => {
+                deliveries::park(
+                    &store.db,
+                    row.id,
+                    pending.attempt,
+                    &reason,
+                    Some(&pending.event),
+                )
+                .await
+            }
+        } {
             let pause = super::outage_delay(self.policy.base_delay);
             tracing::warn!(consumer, event_id = %pending.event.id, error = %e, retry_in_ms = pause.as_millis() as u64, "dead letter not recorded; will retry");
             tokio::time::sleep(pause).await;
+        }
+        // The dead letter has its own row now; a row of its own became the dead letter.
+        if row.shared.is_some() {
+            self.done(Some(row));
         }
     }
 }
@@ -287,23 +363,22 @@ impl MemoryBroker {
                 }
             }
         }
-        let rows: Vec<Option<Uuid>> = match &bus.store {
+        let rows: Vec<Option<Row>> = match &bus.store {
             Some(store) => {
-                let ids: Vec<Uuid> = routed.iter().map(|_| Uuid::now_v7()).collect();
-                let rows: Vec<(Uuid, &str, &Envelope)> = routed
-                    .iter()
-                    .zip(&ids)
-                    .map(|((_, _, consumer, event), id)| (*id, consumer.as_str(), *event))
-                    .collect();
-                // One statement for the batch: all of it is confirmed, or none.
-                deliveries::record(&store.db, store.owner, &rows, outbox)
+                let (recorded, row_of) = rows_of(&routed, outbox);
+                // One statement for the publish: all of it is confirmed, or none.
+                deliveries::record(&store.db, store.owner, &recorded, outbox)
                     .await
                     .map_err(|e| PublishError {
                         confirmed: 0,
                         reason: e.to_string(),
                         behind: false,
                     })?;
-                ids.into_iter().map(Some).collect()
+                let rows: Vec<Row> = recorded
+                    .iter()
+                    .map(|r| Row::new(r.id, r.events.len(), outbox))
+                    .collect();
+                row_of.into_iter().map(|i| Some(rows[i].clone())).collect()
             }
             None => vec![None; routed.len()],
         };
@@ -319,6 +394,40 @@ impl MemoryBroker {
         }
         Ok(())
     }
+}
+
+/// The rows a publish records, and the row of each of its routes (`(consumer, event)` in
+/// publication order): events of an outbox share a row per consumer, up to
+/// `EVENTS_PER_ROW` to a row; copies go one to a row.
+fn rows_of<'a, S, R>(
+    routed: &'a [(S, R, String, &'a Envelope)],
+    outbox: Option<Schema>,
+) -> (Vec<deliveries::Recorded<'a>>, Vec<usize>) {
+    let mut recorded: Vec<deliveries::Recorded<'a>> = Vec::new();
+    let mut row_of = Vec::with_capacity(routed.len());
+    // The row each consumer is filling.
+    let mut filling: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (_, _, consumer, event) in routed {
+        let open = filling
+            .get(consumer.as_str())
+            .copied()
+            .filter(|&i| outbox.is_some() && recorded[i].events.len() < deliveries::EVENTS_PER_ROW);
+        let i = match open {
+            Some(i) => i,
+            None => {
+                recorded.push(deliveries::Recorded {
+                    id: Uuid::now_v7(),
+                    consumer: consumer.as_str(),
+                    events: Vec::new(),
+                });
+                filling.insert(consumer.as_str(), recorded.len() - 1);
+                recorded.len() - 1
+            }
+        };
+        recorded[i].events.push(*event);
+        row_of.push(i);
+    }
+    (recorded, row_of)
 }
 
 #[async_trait]
@@ -461,7 +570,7 @@ impl Consumer {
             }
             return;
         }
-        type Ticket = (u32, Option<Uuid>, Option<OwnedSemaphorePermit>);
+        type Ticket = (u32, Option<Row>, Option<OwnedSemaphorePermit>);
         let (events, tickets): (Vec<Envelope>, Vec<Ticket>) = batch
             .into_iter()
             .map(|p| (p.event, (p.attempt, p.row, p.place)))
@@ -478,7 +587,7 @@ impl Consumer {
                 place,
             });
         match result {
-            Ok(()) => batch.for_each(|pending| self.bus.done(&pending)),
+            Ok(()) => batch.for_each(|pending| self.bus.done(pending.row.as_ref())),
             Err(error) => {
                 tracing::debug!(consumer = %self.subscription.consumer, count, %error, "batch failed; handling its messages one by one");
                 for pending in batch {
@@ -490,12 +599,12 @@ impl Consumer {
 
     /// One message: handled, or retried with backoff, or rescheduled during an outage, or
     /// dead-lettered after its last attempt.
-    async fn handle_one(&self, pending: Pending) {
+    async fn handle_one(&self, mut pending: Pending) {
         let (bus, consumer) = (&self.bus, self.subscription.consumer.as_str());
         let policy = bus.policy;
         let error = match self.subscription.handler.handle(&pending.event).await {
             Ok(()) => {
-                bus.done(&pending);
+                bus.done(pending.row.as_ref());
                 return;
             }
             Err(error) => error,
@@ -513,7 +622,7 @@ impl Consumer {
         }
         let delay = retry_delay(policy.base_delay, pending.attempt);
         tracing::warn!(consumer, event_id = %pending.event.id, attempt = pending.attempt, %error, retry_in_ms = delay.as_millis() as u64, "handler failed; will retry");
-        bus.reschedule(consumer, &pending, delay, &error.to_string())
+        bus.reschedule(consumer, &mut pending, delay, &error.to_string())
             .await;
         send_later(
             &self.sender,
@@ -595,32 +704,97 @@ async fn take_up(bus: Arc<Bus>) {
     }
 }
 
-async fn hand_over(bus: &Bus, store: &Store, delivery: deliveries::Taken) {
-    let event = match serde_json::from_value::<Envelope>(delivery.event) {
-        Ok(event) => event,
-        Err(e) => {
-            tracing::error!(consumer = %delivery.consumer, error = %e, "undecodable delivery dead-lettered");
-            let reason = if delivery.purged {
-                "its event is no longer in its outbox (published more than 7 days ago)".to_string()
-            } else {
-                format!("undecodable: {e}")
-            };
-            if let Err(error) =
-                deliveries::park(&store.db, delivery.id, delivery.attempt, &reason, None).await
-            {
-                tracing::warn!(%error, "undecodable delivery not parked");
-            }
-            return;
-        }
-    };
+async fn hand_over(bus: &Bus, store: &Store, taken: deliveries::Taken) {
+    if taken.events.is_empty() {
+        let _ = store.done.send(taken.id);
+        return;
+    }
+    let row = Row::new(taken.id, taken.events.len(), taken.source);
     // Only consumers of this bus are taken up, and queues are never removed.
-    if let Some((sender, room)) = bus.sender_of(&delivery.consumer) {
-        let place = place_in(&room).await;
-        let _ = sender.send(Pending {
-            event,
-            attempt: delivery.attempt,
-            row: Some(delivery.id),
-            place,
-        });
+    let queue = bus.sender_of(&taken.consumer);
+    for item in taken.events {
+        let decoded = match &item.event {
+            Some(value) => serde_json::from_value::<Envelope>(value.clone())
+                .map_err(|e| format!("undecodable: {e}")),
+            None => Err(
+                "its event is no longer in its outbox (published more than 7 days ago)".to_string(),
+            ),
+        };
+        let event = match decoded {
+            Ok(event) => event,
+            Err(reason) => {
+                tracing::error!(consumer = %taken.consumer, %reason, "undecodable delivery dead-lettered");
+                let parked = match (row.shared, item.id) {
+                    (Some(source), Some(id)) => deliveries::park_apart(
+                        &store.db,
+                        Uuid::now_v7(),
+                        &taken.consumer,
+                        source,
+                        id,
+                        taken.attempt,
+                        &reason,
+                        item.event,
+                    )
+                    .await
+                    .map(|()| bus.done(Some(&row))),
+                    _ => deliveries::park(&store.db, taken.id, taken.attempt, &reason, None).await,
+                };
+                if let Err(error) = parked {
+                    tracing::warn!(%error, "undecodable delivery not parked");
+                }
+                continue;
+            }
+        };
+        if let Some((sender, room)) = &queue {
+            let place = place_in(room).await;
+            let _ = sender.send(Pending {
+                event,
+                attempt: taken.attempt,
+                row: Some(row.clone()),
+                place,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn routes<'a>(
+        consumers: &[&str],
+        events: &'a [Envelope],
+    ) -> Vec<((), (), String, &'a Envelope)> {
+        events
+            .iter()
+            .flat_map(|e| consumers.iter().map(move |c| ((), (), c.to_string(), e)))
+            .collect()
+    }
+
+    #[test]
+    fn events_of_an_outbox_share_a_row_per_consumer_up_to_its_bound_and_copies_go_alone() {
+        let events: Vec<Envelope> = (0..deliveries::EVENTS_PER_ROW + 1)
+            .map(|_| Envelope::new("x.y", None, None, serde_json::json!({})))
+            .collect();
+        let routed = routes(&["a", "b"], &events);
+
+        let (rows, row_of) = rows_of(&routed, Some(Schema::EventService));
+        let shape: Vec<(&str, usize)> = rows.iter().map(|r| (r.consumer, r.events.len())).collect();
+        assert_eq!(
+            shape,
+            vec![("a", 100), ("b", 100), ("a", 1), ("b", 1)],
+            "filled in publication order"
+        );
+        // Each route names its own consumer's row, and each row its events in order.
+        for ((_, _, consumer, event), &i) in routed.iter().zip(&row_of) {
+            assert_eq!(rows[i].consumer, consumer);
+            assert!(rows[i].events.iter().any(|e| e.id == event.id));
+        }
+        assert_eq!(rows[0].events[99].id, events[99].id);
+
+        let (copies, row_of) = rows_of(&routed, None);
+        assert_eq!(copies.len(), routed.len());
+        assert!(copies.iter().all(|r| r.events.len() == 1));
+        assert_eq!(row_of, (0..routed.len()).collect::<Vec<_>>());
     }
 }

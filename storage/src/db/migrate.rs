@@ -304,6 +304,10 @@ fn shared_migrations(schema: &str) -> Result<Vec<Migration>, String> {
                 "V2__deliveries_point_at_the_outbox",
                 include_str!("../../../migrations/broker/V2__deliveries_point_at_the_outbox.sql"),
             ),
+            (
+                "V3__deliveries_of_a_publish",
+                include_str!("../../../migrations/broker/V3__deliveries_of_a_publish.sql"),
+            ),
         ],
         "platform" => &[
             (
