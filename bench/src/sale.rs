@@ -255,18 +255,28 @@ pub async fn sales(
 
 /// User and system CPU ticks of a process (`self` or a pid), all its threads included.
 pub fn cpu_ticks(pid: &str) -> Option<u64> {
+    ticks(pid, false)
+}
+
+/// A process's user and system ticks, plus, with `children`, those of its children that
+/// exited and were waited for.
+fn ticks(pid: &str, children: bool) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The name (field 2) may hold spaces and parentheses: count from after its last ')',
-    // where field 3 starts, so utime (14) and stime (15) are the 12th and 13th.
+    // where field 3 starts, so utime (14), stime (15), cutime (16) and cstime (17) are the
+    // 12th to the 15th.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
+    let last = if children { 14 } else { 12 };
+    (11..=last)
+        .map(|i| fields.get(i)?.parse::<u64>().ok())
+        .sum()
 }
 
 /// CPU ticks of every PostgreSQL process on this machine (postmaster, backends, background
-/// workers): the database's share of the work, whichever connection did it. A process that
-/// exits between two samples takes its ticks with it; on another machine this reads 0.
+/// workers): the database's share of the work, whichever connection did it. A backend that
+/// exits between two samples (the node's pool replaces its connections every
+/// `database.connection_lifetime_ms`) is counted through the postmaster, which waits for it;
+/// on another machine this reads 0.
 pub fn postgres_ticks() -> u64 {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return 0;
@@ -277,7 +287,7 @@ pub fn postgres_ticks() -> u64 {
             std::fs::read_to_string(format!("/proc/{pid}/comm"))
                 .is_ok_and(|comm| comm.trim_end() == "postgres")
         })
-        .filter_map(|pid| cpu_ticks(&pid))
+        .filter_map(|pid| ticks(&pid, true))
         .sum()
 }
 
