@@ -4,9 +4,9 @@
 //! Built on a database (`durable`, what a node does), it writes each publish's deliveries to
 //! `broker.deliveries` before confirming it (a row per consumer naming up to a hundred events
 //! of the outbox), so the relay stamps an outbox row only once every subscribed consumer's
-//! delivery is on disk. The table keeps the retry schedule and the
-//! dead letters, and a bus starting takes up the deliveries a dead process left (see
-//! `deliveries` and `owner`). Built without (`new`), it keeps everything in memory.
+//! delivery is on disk. The table keeps the retry schedule and the dead letters, and a bus
+//! starting takes up the deliveries a dead process left (see `deliveries` and `owner`). Built
+//! without (`new`), it keeps everything in memory.
 //!
 //! A consumer's queue holds at most `QUEUE_BOUND` messages: past that, publishing waits for
 //! it, so a consumer that falls behind slows its publishers (the relays, whose rows stay in
