@@ -150,11 +150,13 @@ async fn commit(
     let tx = db.begin(scope).await?;
     // Pipelined: the first error in statement order is the cause (see `reads::read`).
     let (written, fenced) = tokio::join!(write(&tx, batches), fence.check(&tx));
-    let written = written?;
+    let mut written = written?;
     fenced?;
+    // Moved, not cloned: an announcement is a tree of JSON values, and nothing reads it after
+    // the outbox has it.
     let events: Vec<Envelope> = written
-        .iter()
-        .flat_map(|w| w.events.iter().cloned())
+        .iter_mut()
+        .flat_map(|w| std::mem::take(&mut w.events))
         .collect();
     crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events).await?;
     tx.commit().await?;
