@@ -94,7 +94,6 @@ impl Notifier {
             .collect();
         let states = projection::ticket_states(tx, &created).await?;
         projection::upsert_events(tx, &events, now).await?;
-        projection::upsert_participants(tx, &participants, now).await?;
 
         let wants: Vec<Wants> = arrivals
             .iter()
@@ -109,13 +108,31 @@ impl Notifier {
                 }
             })
             .collect();
+        // A sale's participants are new: each is recorded with its ticket claimed in one
+        // statement. Those recorded already (or a moment ago by another delivery) are
+        // upserted and claimed as any other event would.
+        let fresh: Vec<(&Participant, bool)> = participants
+            .iter()
+            .zip(&wants)
+            .filter(|(p, _)| !states.contains_key(&p.registration_id))
+            .map(|(p, w)| (p, matches!(w, Wants::Ticket)))
+            .collect();
+        let inserted = projection::insert_new_participants(tx, &fresh, now).await?;
+        let known: Vec<Participant> = participants
+            .iter()
+            .filter(|p| !inserted.recorded.contains(&p.registration_id))
+            .cloned()
+            .collect();
+        projection::upsert_participants(tx, &known, now).await?;
         let tickets: Vec<Uuid> = arrivals
             .iter()
             .zip(&wants)
             .filter(|(_, w)| matches!(w, Wants::Ticket))
             .map(|(a, _)| a.registration.registration_id)
+            .filter(|id| !inserted.recorded.contains(id))
             .collect();
-        let claimed = projection::claim_tickets(tx, &tickets, now).await?;
+        let mut claimed = projection::claim_tickets(tx, &tickets, now).await?;
+        claimed.extend(inserted.claimed);
 
         // Who is written to, and with which code: a held seat's message carries none.
         let mut addressed = Vec::with_capacity(arrivals.len());

@@ -114,17 +114,25 @@ pub(super) async fn record(
     Ok(())
 }
 
-/// Gives one message of a shared row a row of its own, `id`, holding its attempt `attempt`
-/// due in `delay`: from then on its retries are its own, and the shared row waits only for
-/// its other messages.
-#[allow(clippy::too_many_arguments)]
+/// One message of a shared row, moving to a row of its own.
+pub(super) struct Apart<'a> {
+    /// Its new row.
+    pub id: Uuid,
+    /// Whose it is.
+    pub consumer: &'a str,
+    /// The outbox the shared row names its events in.
+    pub source: Schema,
+    /// The event.
+    pub event_id: Uuid,
+}
+
+/// Gives a message of a shared row a row of its own holding its attempt `attempt`, due in
+/// `delay`: from then on its retries are its own, and the shared row waits only for its other
+/// messages.
 pub(super) async fn split(
     db: &Database,
     owner: i64,
-    id: Uuid,
-    consumer: &str,
-    source: Schema,
-    event: Uuid,
+    apart: &Apart<'_>,
     attempt: u32,
     delay: Duration,
     error: &str,
@@ -138,10 +146,10 @@ pub(super) async fn split(
              VALUES ($1, $2, $3, ARRAY[$4::uuid], $5, $6,
                      now() + $7 * interval '1 millisecond', $8)",
             &[
-                &id,
-                &consumer,
-                &source.name(),
-                &event,
+                &apart.id,
+                &apart.consumer,
+                &apart.source.name(),
+                &apart.event_id,
                 &owner,
                 &to_i32(attempt),
                 &delay_ms,
@@ -152,15 +160,11 @@ pub(super) async fn split(
     Ok(())
 }
 
-/// Parks one message of a shared row as a dead letter of its own, `id`, with a copy of its
-/// event when there is one (none when it was purged from its outbox).
-#[allow(clippy::too_many_arguments)]
+/// Parks a message of a shared row as a dead letter of its own, with a copy of its event when
+/// there is one (none when it was purged from its outbox).
 pub(super) async fn park_apart(
     db: &Database,
-    id: Uuid,
-    consumer: &str,
-    source: Schema,
-    event_id: Uuid,
+    apart: &Apart<'_>,
     attempts: u32,
     error: &str,
     event: Option<serde_json::Value>,
@@ -172,10 +176,10 @@ pub(super) async fn park_apart(
                  (id, consumer, source, event_ids, event, attempt, dead_at, last_error)
              VALUES ($1, $2, $3, ARRAY[$4::uuid], $5, $6, now(), $7)",
             &[
-                &id,
-                &consumer,
-                &source.name(),
-                &event_id,
+                &apart.id,
+                &apart.consumer,
+                &apart.source.name(),
+                &apart.event_id,
                 &event,
                 &to_i32(attempts),
                 &error,

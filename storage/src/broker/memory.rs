@@ -232,22 +232,17 @@ impl Bus {
         let attempt = pending.attempt + 1;
         let written = match row.shared {
             Some(source) => {
-                let own = Uuid::now_v7();
-                let split = deliveries::split(
-                    &store.db,
-                    store.owner,
-                    own,
+                let apart = deliveries::Apart {
+                    id: Uuid::now_v7(),
                     consumer,
                     source,
-                    pending.event.id.as_uuid(),
-                    attempt,
-                    delay,
-                    error,
-                )
-                .await;
+                    event_id: pending.event.id.as_uuid(),
+                };
+                let split =
+                    deliveries::split(&store.db, store.owner, &apart, attempt, delay, error).await;
                 if split.is_ok() {
                     self.done(Some(&row));
-                    pending.row = Some(Row::new(own, 1, None));
+                    pending.row = Some(Row::new(apart.id, 1, None));
                 }
                 split
             }
@@ -276,15 +271,17 @@ impl Bus {
             return;
         };
         let reason = error.to_string();
-        let own = Uuid::now_v7();
-        while let Err(e) = match row.shared {
-            Some(source) => {
+        let apart = row.shared.map(|source| deliveries::Apart {
+            id: Uuid::now_v7(),
+            consumer,
+            source,
+            event_id: pending.event.id.as_uuid(),
+        });
+        while let Err(e) = match &apart {
+            Some(apart) => {
                 deliveries::park_apart(
                     &store.db,
-                    own,
-                    consumer,
-                    source,
-                    pending.event.id.as_uuid(),
+                    apart,
                     pending.attempt,
                     &reason,
                     serde_json::to_value(&pending.event).ok(),
@@ -725,18 +722,23 @@ async fn hand_over(bus: &Bus, store: &Store, taken: deliveries::Taken) {
             Err(reason) => {
                 tracing::error!(consumer = %taken.consumer, %reason, "undecodable delivery dead-lettered");
                 let parked = match (row.shared, item.id) {
-                    (Some(source), Some(id)) => deliveries::park_apart(
-                        &store.db,
-                        Uuid::now_v7(),
-                        &taken.consumer,
-                        source,
-                        id,
-                        taken.attempt,
-                        &reason,
-                        item.event,
-                    )
-                    .await
-                    .map(|()| bus.done(Some(&row))),
+                    (Some(source), Some(event_id)) => {
+                        let apart = deliveries::Apart {
+                            id: Uuid::now_v7(),
+                            consumer: &taken.consumer,
+                            source,
+                            event_id,
+                        };
+                        deliveries::park_apart(
+                            &store.db,
+                            &apart,
+                            taken.attempt,
+                            &reason,
+                            item.event,
+                        )
+                        .await
+                        .map(|()| bus.done(Some(&row)))
+                    }
                     _ => deliveries::park(&store.db, taken.id, taken.attempt, &reason, None).await,
                 };
                 if let Err(error) = parked {

@@ -226,6 +226,9 @@ pub async fn upsert_participant(tx: &Tx, p: &Participant, now: DateTime<Utc>) ->
 /// Records several registrations (or their new states) in one statement; of two about one
 /// registration, the later wins.
 pub async fn upsert_participants(tx: &Tx, all: &[Participant], now: DateTime<Utc>) -> Result<()> {
+    if all.is_empty() {
+        return Ok(());
+    }
     let mut latest: Vec<&Participant> = Vec::with_capacity(all.len());
     for p in all.iter().rev() {
         if !latest
@@ -263,6 +266,78 @@ pub async fn upsert_participants(tx: &Tx, all: &[Participant], now: DateTime<Utc
     Ok(())
 }
 
+/// What `insert_new_participants` did: the participants it recorded, and of those, the ones
+/// whose ticket the caller is to send.
+#[derive(Debug, Default)]
+pub struct Inserted {
+    /// Recorded by this call (the others were recorded already, maybe a moment ago).
+    pub recorded: HashSet<Uuid>,
+    /// Recorded with their ticket claimed.
+    pub claimed: HashSet<Uuid>,
+}
+
+/// Records the participants not recorded yet, in one statement, claiming the ticket of those
+/// `wants_ticket` names as `claim_tickets` would (holding a seat, event not cancelled): a new
+/// participant's ticket was never sent, so the claim is written with the row instead of as a
+/// second version of it. Participants already recorded are left untouched and not returned:
+/// the caller upserts them and claims their tickets the usual way.
+pub async fn insert_new_participants(
+    tx: &Tx,
+    all: &[(&Participant, bool)],
+    now: DateTime<Utc>,
+) -> Result<Inserted> {
+    if all.is_empty() {
+        return Ok(Inserted::default());
+    }
+    // One lock order with `upsert_participants`.
+    let mut sorted: Vec<&(&Participant, bool)> = all.iter().collect();
+    sorted.sort_by_key(|(p, _)| p.registration_id);
+    let ids: Vec<Uuid> = sorted.iter().map(|(p, _)| p.registration_id).collect();
+    let tenants: Vec<Uuid> = sorted.iter().map(|(p, _)| p.tenant_id.as_uuid()).collect();
+    let events: Vec<Uuid> = sorted.iter().map(|(p, _)| p.event_id).collect();
+    let users: Vec<Uuid> = sorted.iter().map(|(p, _)| p.user_id.as_uuid()).collect();
+    let names: Vec<&str> = sorted.iter().map(|(p, _)| p.first_name.as_str()).collect();
+    let codes: Vec<&str> = sorted
+        .iter()
+        .map(|(p, _)| p.confirmation_code.as_str())
+        .collect();
+    let prices: Vec<i64> = sorted.iter().map(|(p, _)| p.price_cents).collect();
+    let currencies: Vec<Option<&str>> = sorted.iter().map(|(p, _)| p.currency.as_deref()).collect();
+    let active: Vec<bool> = sorted.iter().map(|(p, _)| p.active).collect();
+    let claims: Vec<bool> = sorted.iter().map(|(_, claim)| *claim).collect();
+    let rows = tx
+        .query(
+            "INSERT INTO notification_service.participants
+                (registration_id, tenant_id, event_id, user_id, first_name, confirmation_code,
+                 price_cents, currency, active, updated_at, ticket_sent_at)
+             SELECT p.id, p.tenant, p.event, p.person, p.name, p.code, p.price, p.currency, p.active,
+                    $11::timestamptz,
+                    CASE WHEN p.claim AND p.active
+                              AND NOT EXISTS (SELECT 1 FROM notification_service.events e
+                                              WHERE e.event_id = p.event AND e.cancelled)
+                         THEN $11::timestamptz END
+             FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[],
+                         $7::bigint[], $8::text[], $9::bool[], $10::bool[])
+                  AS p(id, tenant, event, person, name, code, price, currency, active, claim)
+             ON CONFLICT (registration_id) DO NOTHING
+             RETURNING registration_id, ticket_sent_at IS NOT NULL",
+            &[
+                &ids, &tenants, &events, &users, &names, &codes, &prices, &currencies, &active,
+                &claims, &now,
+            ],
+        )
+        .await?;
+    let mut inserted = Inserted::default();
+    for row in &rows {
+        let id: Uuid = row.get(0);
+        inserted.recorded.insert(id);
+        if row.get::<_, bool>(1) {
+            inserted.claimed.insert(id);
+        }
+    }
+    Ok(inserted)
+}
+
 /// Marks the registration's ticket as sent, if it holds a seat, its event is not cancelled
 /// and none was sent before. Returns whether the caller is the one to send it (one ticket per
 /// registration, whichever event confirms it first).
@@ -277,6 +352,9 @@ pub async fn claim_tickets(
     registrations: &[Uuid],
     now: DateTime<Utc>,
 ) -> Result<HashSet<Uuid>> {
+    if registrations.is_empty() {
+        return Ok(HashSet::new());
+    }
     let rows = tx
         .query(
             "UPDATE notification_service.participants p SET ticket_sent_at = $2
