@@ -137,7 +137,7 @@ pub(super) async fn split(
     delay: Duration,
     error: &str,
 ) -> Result<(), DbError> {
-    let delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+    let delay_ms = millis(delay);
     db.client()
         .await?
         .execute(
@@ -207,7 +207,7 @@ pub(super) async fn reschedule(
     delay: Duration,
     error: &str,
 ) -> Result<(), DbError> {
-    let delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+    let delay_ms = millis(delay);
     db.client()
         .await?
         .execute(
@@ -389,6 +389,11 @@ pub async fn replay(db: &Database, consumer: &str) -> Result<usize, DbError> {
         )
         .await?;
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// A delay in whole milliseconds, as the retry schedule's statements take it.
+fn millis(delay: Duration) -> i64 {
+    i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn to_i32(n: u32) -> i32 {
