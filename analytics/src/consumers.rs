@@ -228,6 +228,11 @@ impl Projection for Recorder {
             .await
     }
 
+    /// The records `apply_all` writes at once: `record_of` gives one for each of them.
+    fn in_set(&self, received: &Received<'_>) -> bool {
+        received.envelope.tenant_id.is_some() && lifecycle_of(&received.event).is_none()
+    }
+
     /// A run of events that are all records (what a sale publishes) is written at once: one
     /// insert, and for ClickHouse one mark and one unmark, for the whole run.
     async fn apply_all(

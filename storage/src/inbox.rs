@@ -57,6 +57,12 @@ pub trait Projection: Send + Sync + 'static {
         None
     }
 
+    /// Whether `apply_all` takes `event`: a run of such events grows to SET_RUN events in one
+    /// transaction instead of RUN, since it takes no savepoints.
+    fn in_set(&self, _event: &Received<'_>) -> bool {
+        false
+    }
+
     /// Runs once the event and its claim have committed.
     fn committed(&self, _event: &Received<'_>, _done: Self::Done) {}
 }
@@ -130,10 +136,24 @@ impl<P: Projection> Handler for Inbox<P> {
 /// costs more than the commits saved.
 const RUN: usize = 64;
 
+/// Events a transaction applies at most when the projection takes all of them at once
+/// (`Projection::in_set`): a backlog is drained in commits of this many, not of RUN.
+const SET_RUN: usize = 512;
+
 /// Consecutive events applied in one transaction.
 struct Run<'a> {
     scope: Scope,
     events: Vec<Received<'a>>,
+    /// Every event of it is one `apply_all` takes.
+    set: bool,
+}
+
+impl Run<'_> {
+    /// Whether an event of `scope` (`set`: one `apply_all` takes) may join the run.
+    fn takes(&self, scope: &Scope, set: bool) -> bool {
+        let limit = if self.set && set { SET_RUN } else { RUN };
+        self.scope == *scope && self.events.len() < limit
+    }
 }
 
 impl<P: Projection> Inbox<P> {
@@ -148,30 +168,36 @@ impl<P: Projection> Inbox<P> {
         Ok(received)
     }
 
-    /// `received` cut where the scope changes (a transaction has one) and every RUN events.
+    /// `received` cut where the scope changes (a transaction has one) and every RUN events,
+    /// or SET_RUN while the projection takes them all at once.
     fn runs<'a>(&self, received: Vec<Received<'a>>) -> Result<Vec<Run<'a>>, HandlerError> {
         let mut runs: Vec<Run<'a>> = Vec::new();
         for event in received {
             let scope = self.projection.scope(&event)?;
+            let set = self.projection.in_set(&event);
             match runs.last_mut() {
-                Some(run) if run.scope == scope && run.events.len() < RUN => run.events.push(event),
+                Some(run) if run.takes(&scope, set) => {
+                    run.set &= set;
+                    run.events.push(event);
+                }
                 _ => runs.push(Run {
                     scope,
                     events: vec![event],
+                    set,
                 }),
             }
         }
         Ok(runs)
     }
 
-    /// Claims the run's events at once and applies the ones not processed before, in order.
-    /// An event failing ends the run: what was applied before it is committed all the same,
-    /// since its effects outside the database (a mail sent) must not happen twice; the
-    /// failing event and those after it are left unclaimed.
+    /// Claims the run's events at once and applies the ones not processed before: all in one
+    /// go when the projection can, else in order, one by one (see `apply_each`).
     async fn apply_run(&self, run: Run<'_>) -> Result<(), HandlerError> {
-        let tx = self.db.begin(run.scope).await?;
-        let ids: Vec<Uuid> = run.events.iter().map(|r| r.envelope.id.as_uuid()).collect();
-        let mut unapplied = claim_all(&tx, P::SCHEMA, P::NAME, &ids).await?;
+        let (tx, unapplied) = self.claim(run.scope, &run.events).await?;
+        if unapplied.is_empty() {
+            // All processed before: a redelivery.
+            return Ok(tx.rollback().await?);
+        }
         if unapplied.len() > 1 {
             // Each claimed once, in the run's order.
             let mut fresh = unapplied.clone();
@@ -187,8 +213,44 @@ impl<P: Projection> Inbox<P> {
                 return Ok(());
             }
         }
+        if run.events.len() <= RUN {
+            return self.apply_each(tx, &run.events, unapplied).await;
+        }
+        // A long run the projection declined after all (one registration named twice, say):
+        // RUN events a transaction, for the savepoints' sake.
+        tx.rollback().await?;
+        for events in run.events.chunks(RUN) {
+            let (tx, unapplied) = self.claim(run.scope, events).await?;
+            self.apply_each(tx, events, unapplied).await?;
+        }
+        Ok(())
+    }
+
+    /// A transaction of `scope` holding the claims of `events`, and those it claimed (the
+    /// ones not processed before).
+    async fn claim(
+        &self,
+        scope: Scope,
+        events: &[Received<'_>],
+    ) -> Result<(Tx, HashSet<Uuid>), HandlerError> {
+        let tx = self.db.begin(scope).await?;
+        let ids: Vec<Uuid> = events.iter().map(|r| r.envelope.id.as_uuid()).collect();
+        let claimed = claim_all(&tx, P::SCHEMA, P::NAME, &ids).await?;
+        Ok((tx, claimed))
+    }
+
+    /// Applies the claimed events of `events` in order, each under a savepoint. An event
+    /// failing ends the run: what was applied before it is committed all the same, since its
+    /// effects outside the database (a mail sent) must not happen twice; the failing event
+    /// and those after it are left unclaimed.
+    async fn apply_each(
+        &self,
+        tx: Tx,
+        events: &[Received<'_>],
+        mut unapplied: HashSet<Uuid>,
+    ) -> Result<(), HandlerError> {
         let mut applied = Vec::with_capacity(unapplied.len());
-        for received in &run.events {
+        for received in events {
             let id = received.envelope.id.as_uuid();
             // Not claimed here: processed before, or a second copy earlier in this run.
             if !unapplied.remove(&id) {

@@ -205,6 +205,14 @@ impl Projection for Notifier {
         Ok((messages, !queued.queued.is_empty()))
     }
 
+    /// The registrations arriving that `apply_arrivals` takes (each named once in a run).
+    fn in_set(&self, received: &Received<'_>) -> bool {
+        matches!(
+            received.event,
+            DomainEvent::RegistrationCreated(_) | DomainEvent::RegistrationConfirmed(_)
+        )
+    }
+
     async fn apply_all(
         &self,
         tx: &Tx,

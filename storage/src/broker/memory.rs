@@ -37,9 +37,10 @@ const DELETE_BATCH: usize = 1_000;
 pub const QUEUE_BOUND: usize = 4096;
 /// How long a publish waits for room in a full queue before it confirms nothing.
 const ROOM_WAIT: Duration = Duration::from_secs(1);
-/// Queued messages a consumer hands its handler at once. A batch only forms from what queued
-/// up while the previous one was handled, so a quiet consumer still takes each event at once.
-const BATCH: usize = 256;
+/// Queued messages a consumer hands its handler at once (an inbox's longest run, SET_RUN). A
+/// batch only forms from what queued up while the previous one was handled, so a quiet
+/// consumer still takes each event at once.
+const BATCH: usize = 512;
 
 /// The in-process broker. Its tasks (consumers, and for a durable bus the owner lock, the
 /// poller and the deleter) stop when the last clone is dropped, like a process dying.

@@ -60,19 +60,29 @@ pub(crate) async fn events_by_id(
     Ok(rows.iter().map(relay::envelope).collect())
 }
 
-/// Number of events of a schema not yet confirmed by the broker.
+/// Backlogs counted row by row up to this many; beyond, estimated (see `backlog`).
+const COUNTED_BACKLOG: i64 = 10_000;
+
+/// Number of events of a schema not yet confirmed by the broker: exact up to 10,000; beyond
+/// that, the span of their sequence numbers (the relay publishes in that order, so it is
+/// close), read from the two ends of the pending index. Counting every row cost 160 ms a look
+/// behind a sale of 600,000.
 pub async fn backlog(db: &crate::Database, schema: Schema) -> Result<i64, DbError> {
+    let s = schema.name();
     let client = db.client().await?;
     let row = client
         .query_one(
             &format!(
-                "SELECT count(*) FROM {}.outbox WHERE published_at IS NULL",
-                schema.name()
+                "SELECT CASE WHEN counted.n < $1 THEN counted.n
+                        ELSE (SELECT max(seq) - min(seq) + 1 FROM {s}.outbox WHERE published_at IS NULL)
+                        END
+                 FROM (SELECT count(*) AS n
+                       FROM (SELECT 1 FROM {s}.outbox WHERE published_at IS NULL LIMIT $1) pending) counted"
             ),
-            &[],
+            &[&COUNTED_BACKLOG],
         )
         .await?;
-    Ok(row.get(0))
+    Ok(row.get::<_, Option<i64>>(0).unwrap_or(0))
 }
 
 /// Writes many events in one statement, as part of `tx` (used by group commits).

@@ -26,6 +26,11 @@ struct World {
 
 impl World {
     fn new() -> World {
+        World::with(6)
+    }
+
+    /// A world of `registrations` registrations.
+    fn with(registrations: usize) -> World {
         World {
             tenant: TenantId::new(),
             event: Uuid::now_v7(),
@@ -33,7 +38,7 @@ impl World {
             anna: Uuid::now_v7(),
             chat: rand_chat(),
             others: Uuid::now_v7(),
-            registrations: (0..6).map(|_| Uuid::now_v7()).collect(),
+            registrations: (0..registrations).map(|_| Uuid::now_v7()).collect(),
         }
     }
 
@@ -265,4 +270,54 @@ async fn a_chat_linked_through_the_bot_before_the_sign_up_was_applied_is_not_wel
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     assert_eq!(welcomes, vec![(bob, Some(bob_chat))]);
+}
+
+/// Of the participants of `world`: how many, how many got their ticket, in how many
+/// transactions they were written, and the tickets queued for its people.
+async fn recorded(ctx: &Ctx, world: &World) -> (i64, i64, i64, i64) {
+    let row = ctx
+        .t
+        .owner()
+        .await
+        .query_one(
+            "SELECT count(*), count(*) FILTER (WHERE ticket_sent_at IS NOT NULL),
+                    count(DISTINCT xmin::text),
+                    (SELECT count(*) FROM notification_service.messages
+                     WHERE kind = 'registration.confirmed' AND user_id = ANY($2))
+             FROM notification_service.participants WHERE registration_id = ANY($1)",
+            &[&world.registrations, &vec![world.anna, world.others]],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2), row.get(3))
+}
+
+#[tokio::test]
+async fn a_backlog_of_arrivals_is_applied_hundreds_to_a_commit_and_one_named_twice_one_by_one() {
+    let ctx = Ctx::new().await;
+    let inbox = Inbox::new(ctx.t.db.clone(), ctx.notifier());
+    // 300 seats sold: one run, one transaction (one-by-one runs stop at 64 events).
+    let sale = World::with(300);
+    let run: Vec<Envelope> = (0..300)
+        .map(|i| sale.registration("registration.created", i, sale.event, "CONFIRMED"))
+        .collect();
+    inbox.handle_batch(&run).await.unwrap();
+    assert_eq!(recorded(&ctx, &sale).await, (300, 300, 1, 300));
+
+    // 150 seats and the confirmation of one of them in the same run: the set-based path
+    // declines a registration named twice, and the run is applied one by one, 64 to a
+    // transaction; every seat still gets exactly one ticket, and a redelivery adds nothing.
+    let paid = World::with(150);
+    let mut run: Vec<Envelope> = (0..150)
+        .map(|i| paid.registration("registration.created", i, paid.event, "CONFIRMED"))
+        .collect();
+    run.insert(
+        100,
+        paid.registration("registration.confirmed", 7, paid.event, "CONFIRMED"),
+    );
+    inbox.handle_batch(&run).await.unwrap();
+    inbox.handle_batch(&run).await.unwrap();
+    let (participants, sent, transactions, tickets) = recorded(&ctx, &paid).await;
+    assert_eq!((participants, sent, tickets), (150, 150, 150));
+    assert_eq!(transactions, 3, "151 events, 64 to a transaction");
 }
