@@ -50,12 +50,25 @@ pub fn env_or(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// A port nobody listens on right now.
+/// A port nobody listens on right now, from 20,000–31,999: below the kernel's range for
+/// outgoing connections (32,768–60,999 by default), where a port found free can be taken by a
+/// client socket (wrk's, the node's pools') before the node binds it — one history run of 28
+/// November failed to start on "address already in use" that way.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(18_000)
+    use std::sync::atomic::{AtomicU16, Ordering};
+    const FIRST: u16 = 20_000;
+    const COUNT: u16 = 12_000;
+    // Processes started together begin at different places; calls of one process go on.
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let start = (std::process::id() % u32::from(COUNT)) as u16;
+    for _ in 0..COUNT {
+        let step = NEXT.fetch_add(1, Ordering::Relaxed) % COUNT;
+        let port = FIRST + (start + step) % COUNT;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    18_000
 }
 
 /// The owner connection: `DATABASE_URL`, or the local PostgreSQL's `postgres` database.
