@@ -3,7 +3,7 @@
 
 use domain::config::Service;
 use http::AppState;
-use storage::broker::Subscription;
+use storage::broker::{Subscription, Yielding};
 use storage::inbox::{Inbox, Projection};
 
 /// The name of every consumer a node can run: the dead-letter tool's only valid arguments.
@@ -49,23 +49,50 @@ pub fn for_node(state: &AppState, services: &[Service]) -> Vec<Subscription> {
                 storage::media::consumers::Attachments,
             )],
             Service::Analytics => Vec::from_iter(state.analytics.as_ref().map(|parts| {
-                Inbox::subscription(
-                    db(),
-                    analytics::consumers::Recorder::new(db(), parts.store.clone()),
+                giving_way(
+                    state,
+                    services,
+                    Inbox::subscription(
+                        db(),
+                        analytics::consumers::Recorder::new(db(), parts.store.clone()),
+                    ),
                 )
             })),
             Service::Notifications => Vec::from_iter(state.notifications.as_ref().map(|parts| {
-                Inbox::subscription(
-                    db(),
-                    messenger::consumers::Notifier::new(
-                        parts.queue.clone(),
-                        parts.telegram.is_on(),
-                        public_url,
-                        state.mailer.clone(),
-                        state.clock.clone(),
+                giving_way(
+                    state,
+                    services,
+                    Inbox::subscription(
+                        db(),
+                        messenger::consumers::Notifier::new(
+                            parts.queue.clone(),
+                            parts.telegram.is_on(),
+                            public_url,
+                            state.mailer.clone(),
+                            state.clock.clone(),
+                        ),
                     ),
                 )
             })),
         })
         .collect()
+}
+
+/// A consumer of every registration, made to give way to the seat path when the node sells
+/// seats too (`ticketing.consumer_lag_ms`; see `storage::broker::Yielding`). On a node
+/// without the events service it shares no cores with the seats and never waits.
+fn giving_way(
+    state: &AppState,
+    services: &[Service],
+    mut subscription: Subscription,
+) -> Subscription {
+    let lag = state.config.ticketing.consumer_lag_ms;
+    if lag > 0 && services.contains(&Service::Events) {
+        subscription.handler = std::sync::Arc::new(Yielding::new(
+            subscription.handler,
+            state.ticketing.foreground().clone(),
+            std::time::Duration::from_millis(lag),
+        ));
+    }
+    subscription
 }

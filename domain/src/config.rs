@@ -587,6 +587,11 @@ pub struct TicketingConfig {
     /// Transactions in flight at once that each commit the ready batches of many ticket types
     /// of the node.
     pub committers: usize,
+    /// How far, in milliseconds, the node's consumers of every registration (notifications,
+    /// analytics) may fall behind while its seat path has requests in flight: they hold their
+    /// next batch until the seat path is idle or its oldest event is this old. 0: they never
+    /// wait.
+    pub consumer_lag_ms: u64,
 }
 
 /// How seat requests reach the database.
@@ -606,6 +611,7 @@ impl Default for TicketingConfig {
             batch: 256,
             idle_seconds: 300,
             committers: 4,
+            consumer_lag_ms: 30_000,
         }
     }
 }

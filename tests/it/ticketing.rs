@@ -1774,3 +1774,81 @@ async fn a_request_that_loses_a_deadlock_runs_again_and_answers() {
         deadlocks(&raw).await
     );
 }
+
+/// Participants known to notifications and registrations recorded by analytics, for `event`.
+async fn applied_for(ctx: &Ctx, event: &str) -> (i64, i64) {
+    let event = Uuid::parse_str(event).unwrap();
+    let owner = ctx.t.owner().await;
+    let participants: i64 = owner
+        .query_one(
+            "SELECT count(*) FROM notification_service.participants WHERE event_id = $1",
+            &[&event],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let recorded: i64 = owner
+        .query_one(
+            "SELECT count(*) FROM analytics_service.analytics_events
+              WHERE event_id = $1 AND event_type = 'registration.completed'",
+            &[&event],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    (participants, recorded)
+}
+
+/// While the node has seat requests in flight, the consumers of every registration hold their
+/// work back, and apply it the moment the seat path is idle; a seat path that stays busy holds
+/// them only `ticketing.consumer_lag_ms` behind an event. (A request in flight is made by
+/// entering the node's foreground directly, as a request does for as long as it is answered.)
+#[tokio::test]
+async fn the_consumers_give_way_to_a_sale_in_flight_and_no_longer_than_their_lag() {
+    let ctx = Ctx::with_config(|c| c.ticketing.consumer_lag_ms = 8_000).await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = setup(&ctx, &owner, json!({"name": "Free", "quantity": 10})).await;
+    let sign_up = || {
+        let (ctx, event, ticket_type) = (&ctx, &event, &ticket_type);
+        async move {
+            let (_, token) = participant();
+            let key = Uuid::new_v4().to_string();
+            let reply = register(ctx, &token, event, ticket_type, &key).await;
+            assert_eq!(reply.status, 201, "{}", reply.body);
+        }
+    };
+
+    // A quiet node applies at once.
+    sign_up().await;
+    assert!(eventually(10, || async { applied_for(&ctx, &event).await == (1, 1) }).await);
+
+    // Seats in flight: the second registration waits, then goes as soon as they are answered.
+    let selling = ctx.ticketing().foreground().enter();
+    sign_up().await;
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    assert_eq!(
+        applied_for(&ctx, &event).await,
+        (1, 1),
+        "held while seats are sold"
+    );
+    let idle = std::time::Instant::now();
+    drop(selling);
+    assert!(eventually(10, || async { applied_for(&ctx, &event).await == (2, 2) }).await);
+    assert!(
+        idle.elapsed() < std::time::Duration::from_millis(3_000),
+        "applied {:?} after the seat path went idle",
+        idle.elapsed()
+    );
+
+    // A sale that never pauses: the third is applied once it is 8 s old, though still busy.
+    let _selling = ctx.ticketing().foreground().enter();
+    let created = std::time::Instant::now();
+    sign_up().await;
+    assert!(eventually(20, || async { applied_for(&ctx, &event).await == (3, 3) }).await);
+    let waited = created.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(7_500),
+        "applied after {waited:?}, before its lag was up"
+    );
+}

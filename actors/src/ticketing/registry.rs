@@ -17,6 +17,7 @@ use ractor::{ActorRef, ActorStatus};
 use std::collections::HashMap;
 use std::sync::Arc;
 use storage::Database;
+use storage::broker::Foreground;
 use storage::cluster::{Fence, Lease};
 use storage::events::seats::{SeatOutcome, SeatRequest};
 use tokio::sync::{Mutex, OwnedMutexGuard, oneshot, watch};
@@ -136,6 +137,8 @@ pub struct Ticketing {
     committer: Committer,
     /// New reservation deadlines, for the node's timer.
     deadlines: Deadlines,
+    /// The seat requests in flight, which the node's heavy consumers give way to.
+    foreground: Foreground,
 }
 
 fn alive(actor: &ActorRef<EventMsg>) -> bool {
@@ -167,8 +170,14 @@ impl Ticketing {
             supervisor: Supervisor::default(),
             committer: Committer::start(db.clone(), config.committers),
             deadlines: Deadlines::default(),
+            foreground: Foreground::default(),
             db,
         }
+    }
+
+    /// The seat requests in flight on this node.
+    pub fn foreground(&self) -> &Foreground {
+        &self.foreground
     }
 
     /// Where new reservation deadlines are announced (the node's timer listens).
@@ -267,6 +276,7 @@ impl Ticketing {
         ticket_type: Uuid,
         request: SeatRequest,
     ) -> Result<SeatOutcome, TicketingError> {
+        let _busy = self.foreground.enter();
         let moved = || TicketingError::Moved(format!("shard {} of event {event}", shard_of(event)));
         if self.mode == TicketingMode::Direct {
             let fence = self.owner.fence_of(event).ok_or_else(moved)?;

@@ -8,9 +8,11 @@ pub mod deliveries;
 mod memory;
 mod owner;
 mod rabbit;
+mod yielding;
 
 pub use memory::{MemoryBroker, QUEUE_BOUND};
 pub use rabbit::RabbitBroker;
+pub use yielding::{Busy, Foreground, Yielding, patience};
 
 use async_trait::async_trait;
 use domain::config::BrokerConfig;
