@@ -588,8 +588,8 @@ pub struct TicketingConfig {
     /// of the node.
     pub committers: usize,
     /// How far, in milliseconds, the node's consumers of every registration (notifications,
-    /// analytics) may fall behind while its seat path has requests in flight: they hold their
-    /// next batch until the seat path is idle or its oldest event is this old. 0: they never
+    /// analytics) may fall behind while its seat path has requests in flight: they hold each
+    /// batch until the seat path is idle or the batch's oldest event is this old. 0: they never
     /// wait.
     pub consumer_lag_ms: u64,
 }
