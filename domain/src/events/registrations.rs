@@ -163,12 +163,25 @@ pub fn has_ticket_file(status: RegistrationStatus) -> bool {
 /// Confirmation code alphabet: upper-case letters and digits without look-alikes (0/O, 1/I).
 pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
-/// An 8-character confirmation code from 8 random bytes (32 symbols: no bias).
-pub fn confirmation_code(random: [u8; 8]) -> String {
-    random
-        .iter()
-        .map(|b| CODE_ALPHABET[(*b as usize) % 32] as char)
+/// An 8-character confirmation code of a registration to `event`: two symbols named by the
+/// event, then six from `random` (32 symbols: no bias). The codes of one event share their
+/// first two symbols, so the platform's unique index takes a sale's new codes into one small
+/// region instead of onto random leaves of all of it (see docs/decisions.md).
+pub fn confirmation_code(event: uuid::Uuid, random: [u8; 6]) -> String {
+    let [first, second] = code_prefix(event);
+    [first, second]
+        .into_iter()
+        .chain(random.iter().map(|b| CODE_ALPHABET[(*b as usize) % 32]))
+        .map(char::from)
         .collect()
+}
+
+/// The two symbols every confirmation code of `event` starts with: ten bits of the id's random
+/// tail (the last bytes of a v7 or v4 id are random).
+pub fn code_prefix(event: uuid::Uuid) -> [u8; 2] {
+    let bytes = event.as_bytes();
+    let bits = u16::from_be_bytes([bytes[14], bytes[15]]) as usize;
+    [CODE_ALPHABET[(bits >> 5) & 31], CODE_ALPHABET[bits & 31]]
 }
 
 /// A confirmation code as door staff typed it, trimmed and upper-cased; `None` when it cannot
@@ -282,11 +295,32 @@ mod tests {
 
     #[test]
     fn codes_avoid_look_alikes() {
-        let code = confirmation_code([0, 31, 8, 14, 255, 100, 7, 13]);
+        let event = uuid::Uuid::from_u128(0x0193_0000_0000_7000_8000_0000_0000_ffff);
+        let code = confirmation_code(event, [0, 31, 8, 14, 255, 100]);
         assert_eq!(code.len(), 8);
         assert!(
             code.chars()
                 .all(|c| !"01IO".contains(c) && (c.is_ascii_uppercase() || c.is_ascii_digit()))
         );
+        assert!(typed_code(&code).is_some());
+    }
+
+    #[test]
+    fn the_codes_of_one_event_share_their_first_two_symbols_and_no_more() {
+        let event = uuid::Uuid::from_u128(0x0193_0000_0000_7000_8000_0000_0000_03e1);
+        let a = confirmation_code(event, [0, 1, 2, 3, 4, 5]);
+        let b = confirmation_code(event, [31, 30, 29, 28, 27, 26]);
+        // 0x03e1: bits 9..5 are 31 ('9'), bits 4..0 are 1 ('B').
+        assert_eq!(&a[..2], "9B");
+        assert_eq!(&b[..2], "9B");
+        assert_eq!(&a[2..], "ABCDEF");
+        assert_eq!(&b[2..], "987654");
+        let other = uuid::Uuid::from_u128(0x0193_0000_0000_7000_8000_0000_0000_0000);
+        assert_eq!(&confirmation_code(other, [0, 1, 2, 3, 4, 5])[..2], "AA");
+        // Ten bits of the id: every one of the 1,024 prefixes is reachable.
+        let prefixes: std::collections::HashSet<[u8; 2]> = (0u128..1024)
+            .map(|tail| code_prefix(uuid::Uuid::from_u128((0x0193u128 << 112) | tail)))
+            .collect();
+        assert_eq!(prefixes.len(), 1024);
     }
 }

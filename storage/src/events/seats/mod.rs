@@ -287,7 +287,7 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
             records.push(batch.tenant, request, "CREATED", Some(id));
             new.push(NewRegistration {
                 id,
-                code: confirmation_code(rand::random()),
+                code: confirmation_code(offer.event, rand::random()),
                 tenant: batch.tenant,
                 event: offer.event,
                 ticket_type: batch.ticket_type,
