@@ -585,7 +585,8 @@ pub struct TicketingConfig {
     /// Seconds without requests after which an actor stops.
     pub idle_seconds: u64,
     /// Transactions in flight at once that each commit the ready batches of many ticket types
-    /// of the node.
+    /// of the node: about the database's cores (more split the ready batches into smaller
+    /// transactions, each paying its own statements and commit).
     pub committers: usize,
     /// How far, in milliseconds, the node's consumers of every registration (notifications,
     /// analytics) may fall behind while its seat path has requests in flight: they hold each
@@ -610,7 +611,7 @@ impl Default for TicketingConfig {
             mode: TicketingMode::Actors,
             batch: 256,
             idle_seconds: 300,
-            committers: 4,
+            committers: 2,
             consumer_lag_ms: 30_000,
         }
     }
