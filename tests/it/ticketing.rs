@@ -1435,32 +1435,35 @@ async fn batches_of_several_organizations_commit_together_and_keep_their_answers
     assert_eq!(announced, 3);
 }
 
-#[tokio::test]
-async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys() {
-    use domain::events::seats::SeatRefusal;
-    use storage::events::seats::{self, SeatBatch, SeatOutcome, SeatRequest};
-    let t = crate::support::TestDb::new().await;
-    let owner = t.owner().await;
-    let db = t.db.clone();
-    // Organization A: one event with two ticket types; organization B: one event, one type.
-    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let (event_a, event_b) = (Uuid::now_v7(), Uuid::now_v7());
-    let (first, second, other) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
-    for (tenant, event, types) in [(a, event_a, vec![first, second]), (b, event_b, vec![other])] {
+/// A published event of `tenant` with free ticket types of `quantity` seats, straight into the
+/// database (the seat path's own tests, below the actors).
+async fn event_on_sale(
+    owner: &tokio_postgres::Client,
+    tenant: Uuid,
+    event: Uuid,
+    types: &[Uuid],
+    quantity: i32,
+) {
+    owner.batch_execute(&format!(
+        "INSERT INTO event_service.events (id, tenant_id, organizer_id, title, slug, status, starts_at)
+           VALUES ('{event}', '{tenant}', '{tenant}', 'E', 'e-{event}', 'PUBLISHED', now() + interval '3 days');"
+    )).await.unwrap();
+    for ticket_type in types {
         owner.batch_execute(&format!(
-            "INSERT INTO event_service.events (id, tenant_id, organizer_id, title, slug, status, starts_at)
-               VALUES ('{event}', '{tenant}', '{tenant}', 'E', 'e-{event}', 'PUBLISHED', now() + interval '3 days');"
+            "INSERT INTO event_service.ticket_types (id, tenant_id, event_id, name, price_cents, quantity, created_at, updated_at)
+               VALUES ('{ticket_type}', '{tenant}', '{event}', 'Free', 0, {quantity}, now(), now());"
         )).await.unwrap();
-        for ticket_type in types {
-            owner.batch_execute(&format!(
-                "INSERT INTO event_service.ticket_types (id, tenant_id, event_id, name, price_cents, quantity, created_at, updated_at)
-                   VALUES ('{ticket_type}', '{tenant}', '{event}', 'Free', 0, 2, now(), now());"
-            )).await.unwrap();
-        }
     }
-    let person = domain::ids::UserId::new();
-    let key = Uuid::new_v4();
-    let ask = |event: Uuid, user: domain::ids::UserId, key: Uuid, hash: u8| SeatRequest {
+}
+
+/// A seat request for `event` by `user` with `key`; `hash` stands for what it asks.
+fn seat_request(
+    event: Uuid,
+    user: domain::ids::UserId,
+    key: Uuid,
+    hash: u8,
+) -> storage::events::seats::SeatRequest {
+    storage::events::seats::SeatRequest {
         event,
         user,
         caller_tenant: None,
@@ -1471,14 +1474,41 @@ async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys
         last_name: "Lee".into(),
         custom_fields: json!({}),
         source: None,
-    };
-    let fence = storage::cluster::Fence::new("test", vec![]);
-    let batch = |tenant: Uuid, ticket_type: Uuid, requests| SeatBatch {
+    }
+}
+
+/// A batch of `requests` for a ticket type of `tenant`, judged now.
+fn seat_batch(
+    tenant: Uuid,
+    ticket_type: Uuid,
+    requests: &[storage::events::seats::SeatRequest],
+) -> storage::events::seats::SeatBatch<'_> {
+    storage::events::seats::SeatBatch {
         tenant: domain::ids::TenantId(tenant),
         ticket_type,
         requests,
         now: Utc::now(),
-    };
+    }
+}
+
+#[tokio::test]
+async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys() {
+    use domain::events::seats::SeatRefusal;
+    use storage::events::seats::{self, SeatOutcome};
+    let t = crate::support::TestDb::new().await;
+    let owner = t.owner().await;
+    let db = t.db.clone();
+    // Organization A: one event with two ticket types; organization B: one event, one type.
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let (event_a, event_b) = (Uuid::now_v7(), Uuid::now_v7());
+    let (first, second, other) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    event_on_sale(&owner, a, event_a, &[first, second], 2).await;
+    event_on_sale(&owner, b, event_b, &[other], 2).await;
+    let person = domain::ids::UserId::new();
+    let key = Uuid::new_v4();
+    let ask = seat_request;
+    let fence = storage::cluster::Fence::new("test", vec![]);
+    let batch = seat_batch;
     // The same person with the same key registers with both organizations in one transaction:
     // a key belongs to one organization's requests.
     let (in_a, in_b) = (
@@ -1564,6 +1594,91 @@ async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys
                 .0,
             sold,
             "each type counts only its own seats"
+        );
+    }
+}
+
+/// With more seats free than a batch asks for, nobody's registration is probed before the
+/// insert: the insert itself skips a person already registered for the event (earlier, or by
+/// another ticket type's batch of the same transaction). They are refused as registered, their
+/// key remembers that, and no seat is counted for them.
+#[tokio::test]
+async fn a_person_already_registered_is_refused_by_the_insert_and_costs_no_seat() {
+    use domain::events::seats::SeatRefusal;
+    use storage::events::seats::{self, SeatOutcome};
+    let t = crate::support::TestDb::new().await;
+    let owner = t.owner().await;
+    let db = t.db.clone();
+    let (tenant, event) = (Uuid::now_v7(), Uuid::now_v7());
+    let (first, second) = (Uuid::now_v7(), Uuid::now_v7());
+    event_on_sale(&owner, tenant, event, &[first, second], 50).await;
+    let ask = |user, key| seat_request(event, user, key, 1);
+    let fence = storage::cluster::Fence::new("test", vec![]);
+    let (person, both, newcomer) = (
+        domain::ids::UserId::new(),
+        domain::ids::UserId::new(),
+        domain::ids::UserId::new(),
+    );
+    let earlier = [ask(person, Uuid::new_v4())];
+    let outcomes = seats::commit_batches(&db, &fence, &[seat_batch(tenant, first, &earlier)])
+        .await
+        .unwrap();
+    assert!(matches!(&outcomes[0][..], [SeatOutcome::Created(r)] if r.user_id == person));
+
+    // One transaction: the registered person asks for the other type beside a newcomer, and
+    // someone else asks for both types at once.
+    let (key, both_key) = (Uuid::new_v4(), Uuid::new_v4());
+    let in_second = [
+        ask(person, key),
+        ask(newcomer, Uuid::new_v4()),
+        ask(both, both_key),
+    ];
+    let in_first = [ask(both, Uuid::new_v4())];
+    let outcomes = seats::commit_batches(
+        &db,
+        &fence,
+        &[
+            seat_batch(tenant, first, &in_first),
+            seat_batch(tenant, second, &in_second),
+        ],
+    )
+    .await
+    .unwrap();
+    let refused = SeatOutcome::Refused(SeatRefusal::AlreadyRegistered);
+    let [in_first] = &outcomes[0][..] else {
+        panic!("one answer for the first type, got {:?}", outcomes[0]);
+    };
+    let [again, new, in_second] = &outcomes[1][..] else {
+        panic!("three answers for the second type, got {:?}", outcomes[1]);
+    };
+    assert_eq!(again, &refused, "registered earlier");
+    assert!(
+        matches!(new, SeatOutcome::Created(r) if r.user_id == newcomer && r.ticket_type_id == second)
+    );
+    // Whichever of the two rows the insert wrote first is the registration; the other is refused.
+    let (seated, other) = match (in_first, in_second) {
+        (SeatOutcome::Created(r), other) | (other, SeatOutcome::Created(r)) => (r, other),
+        _ => panic!("one seat for the person asking twice, got {in_first:?} and {in_second:?}"),
+    };
+    assert_eq!(seated.user_id, both);
+    assert_eq!(other, &refused, "registered by the other type's batch");
+    let both_first = seated.ticket_type_id == first;
+
+    // The key keeps the refusal, and the counts are the rows.
+    let replay = [ask(person, key)];
+    let outcomes = seats::commit_batches(&db, &fence, &[seat_batch(tenant, second, &replay)])
+        .await
+        .unwrap();
+    assert_eq!(outcomes[0], vec![SeatOutcome::Replayed(Box::new(refused))]);
+    let (in_first, in_second) = if both_first { (2, 1) } else { (1, 2) };
+    for (ticket_type, sold) in [(first, in_first), (second, in_second)] {
+        let (counted, _, rows, _) = storage::events::registrations::seat_audit(&db, ticket_type)
+            .await
+            .unwrap();
+        assert_eq!(
+            (counted, rows),
+            (sold, i64::from(sold)),
+            "no seat for the refused"
         );
     }
 }

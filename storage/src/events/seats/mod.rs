@@ -1,9 +1,10 @@
 //! Taking seats: the group commit behind `POST /events/{id}/registrations`. A batch of
 //! requests for one ticket type is judged against one locked ticket-type row and written in
 //! one transaction, together with each request's idempotency record, so a request costs no
-//! statement of its own: visibility, sales window, earlier answers to the same key, who is
-//! already registered and how many seats are free are all read in the batch's first round
-//! trip (`reads`), judged in memory (`judge`) and written in the second (`writes`). The
+//! statement of its own: visibility, sales window, earlier answers to the same key and how
+//! many seats are free are read in the batch's first round trip (`reads`; who is already
+//! registered too, in a second one, when that can change an answer), judged in memory
+//! (`judge`) and written (`writes`: the insert itself skips a person already registered). The
 //! node's committer puts the batches of many ticket types in one such transaction, and its
 //! statements stay the same few: each takes all of its batches' rows as arrays.
 
@@ -19,14 +20,14 @@ use chrono::{DateTime, Utc};
 use domain::contract::DomainEvent;
 use domain::envelope::Envelope;
 use domain::error::Refusal;
-use domain::events::registrations::{RegistrationStatus, Seat, confirmation_code};
+use domain::events::registrations::{RegistrationStatus, confirmation_code};
 use domain::events::seats::SeatRefusal;
 use domain::ids::{TenantId, UserId};
 use judge::{Verdict, judge};
 use reads::Offer;
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
-use writes::{Counted, NewRegistration, Records};
+use writes::{NewRegistration, Records};
 
 /// One person asking for a seat.
 #[derive(Clone, Debug)]
@@ -104,11 +105,11 @@ pub struct SeatBatch<'a> {
     pub now: DateTime<Utc>,
 }
 
-/// Judges and writes a batch of seat requests for one ticket type in one transaction of five
+/// Judges and writes a batch of seat requests for one ticket type in one transaction of six
 /// round trips: open; lock-and-read (pipelined with the earlier answers to the batch's keys
-/// and the check of the event shard's lease); insert-and-count (pipelined with the
-/// idempotency records); outbox; commit. A node whose lease moved on writes nothing
-/// (`Error::Fenced`).
+/// and the check of the event shard's lease; who is registered already, when it matters);
+/// insert-and-count; the idempotency records; outbox; commit. A node whose lease moved on
+/// writes nothing (`Error::Fenced`).
 pub async fn commit_batch(
     db: &Database,
     fence: &Fence,
@@ -181,12 +182,16 @@ impl Written {
         for (i, verdict) in self.verdicts.into_iter().enumerate() {
             finals.push(match verdict {
                 Verdict::Done(outcome) => outcome,
-                Verdict::Seat => self
-                    .chosen
-                    .remove(&i)
-                    .and_then(|id| self.created.remove(&id))
-                    .map(|r| SeatOutcome::Created(Box::new(r)))
-                    .unwrap_or(SeatOutcome::Refused(SeatRefusal::SoldOut)),
+                // A seat without its row: the insert skipped it, the person being registered
+                // already (see `writes::insert`).
+                Verdict::Seat => match self.chosen.remove(&i) {
+                    Some(id) => self
+                        .created
+                        .remove(&id)
+                        .map(|r| SeatOutcome::Created(Box::new(r)))
+                        .unwrap_or(SeatOutcome::Refused(SeatRefusal::AlreadyRegistered)),
+                    None => SeatOutcome::Refused(SeatRefusal::SoldOut),
+                },
                 Verdict::RepeatOf(j) => match &finals[j] {
                     replayed @ SeatOutcome::Replayed(_) => replayed.clone(),
                     first => SeatOutcome::Replayed(Box::new(first.clone())),
@@ -249,7 +254,6 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
 
     let mut records = Records::default();
     let mut new = Vec::new();
-    let mut counted = Vec::new();
     let mut chosen: Vec<HashMap<usize, Uuid>> = Vec::with_capacity(batches.len());
     for (((batch, offer), verdicts), holders) in
         batches.iter().zip(&offers).zip(&mut verdicts).zip(&holders)
@@ -299,18 +303,6 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
                 request,
             });
         }
-        if !seats.is_empty() {
-            let n = seats.len() as i32;
-            let (sold, reserved) = match status.seat() {
-                Seat::Sold => (n, 0),
-                _ => (0, n),
-            };
-            counted.push(Counted {
-                ticket_type: batch.ticket_type,
-                sold,
-                reserved,
-            });
-        }
         chosen.push(seats);
     }
 
@@ -323,14 +315,16 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
             .await
             .map_err(crate::Error::from)
     };
-    let (generic, rows, recorded) = tokio::join!(
-        generic,
-        writes::insert(tx, &new, &counted),
-        records.insert(tx)
-    );
+    let (generic, rows) = tokio::join!(generic, writes::insert(tx, &new));
     generic?;
     let rows = rows?;
-    recorded?;
+    // A seat whose row the insert skipped was asked by someone already registered for the
+    // event; the idempotency records say so before they are written.
+    if rows.len() < new.len() {
+        let inserted: HashSet<Uuid> = rows.iter().map(|r| r.get::<_, Uuid>(0)).collect();
+        records.already_registered(&inserted);
+    }
+    records.insert(tx).await?;
     let index: HashMap<Uuid, usize> = batches
         .iter()
         .enumerate()

@@ -51,9 +51,11 @@ pub(super) struct Read {
     pub answered: Answered,
 }
 
-/// Reads, in one round trip of four pipelined statements, what the batches need (`offers`
+/// Reads, in one round trip of three pipelined statements, what the batches need (`offers`
 /// says what is locked and in which order); a ticket type that no longer exists is missing
-/// from `offers.types`.
+/// from `offers.types`. Who already holds a registration, and who belongs to a private
+/// event's group, is probed in a second round trip only when it can change an answer beyond
+/// what the insert learns by itself (`needs_people`).
 pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
     let requests = || {
         batches
@@ -67,12 +69,14 @@ pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
     // Pipelined on one connection: once a statement fails, the ones after it fail with
     // "transaction aborted" (25P02). Waiting for all and taking the first error in statement
     // order keeps the cause (a lost lock race is run again; 25P02 would be a 500).
-    let (offers, people, answered) = tokio::join!(
-        offers(tx, batches),
-        people(tx, &events, &users),
-        answered(tx, &tenants, &users, &keys)
-    );
-    let (offers, people, answered) = (offers?, people?, answered?);
+    let (offers, answered) =
+        tokio::join!(offers(tx, batches), answered(tx, &tenants, &users, &keys));
+    let (offers, answered) = (offers?, answered?);
+    let people = if needs_people(batches, &offers) {
+        people(tx, &events, &users).await?
+    } else {
+        People::default()
+    };
     Ok(Read {
         offers,
         people,
@@ -173,6 +177,23 @@ async fn offers(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Offers> {
     Ok(offers)
 }
 
+/// Whether judging needs to know who is already registered or a group member before seats
+/// are handed out. Without it, a person already registered is still refused: the insert skips
+/// their row on the one-active-registration index and they are answered ALREADY_REGISTERED;
+/// only the seat they were counted for is then not offered to someone later in the same batch,
+/// which matters only when the batch asks for more seats than are free. So the probe runs for
+/// a private event (membership decides visibility), a type with waiting-list holds (a held
+/// seat goes to its holder, registered or not) and a batch that may sell the type out.
+fn needs_people(batches: &[SeatBatch<'_>], offers: &Offers) -> bool {
+    batches.iter().any(|batch| {
+        offers.offers.get(&batch.ticket_type).is_some_and(|offer| {
+            offer.private
+                || offer.any_holds
+                || batch.requests.len() > usize::try_from(offer.free).unwrap_or(0)
+        })
+    })
+}
+
 /// The ticket types that exist, and the offers of those whose event a request named.
 #[derive(Default)]
 pub(super) struct Offers {
@@ -188,7 +209,8 @@ async fn people(tx: &Tx, events: &[Uuid], users: &[Uuid]) -> Result<People> {
     // during a burst the planner's statistics still describe empty events and might
     // otherwise read all of an event's registrations for every person. The probes read the
     // statement's snapshot; a registration committed elsewhere meanwhile is still refused by
-    // the unique index, and the batch is then retried one request at a time.
+    // the unique index, whose conflict the insert skips (the request is then answered
+    // ALREADY_REGISTERED).
     // Planned for each batch, never cached: a connection's cached plan is fixed on its sixth
     // use, which in a fresh sale is while the registrations are few, and PostgreSQL then
     // probed the (event, created) index and filtered an event's every registration for each

@@ -7,7 +7,9 @@ use crate::Tx;
 use crate::error::Result;
 use chrono::{DateTime, Utc};
 use domain::events::registrations::RegistrationStatus;
+use domain::events::seats::SeatRefusal;
 use domain::ids::TenantId;
+use std::collections::HashSet;
 use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
@@ -36,6 +38,17 @@ impl<'a> Records<'a> {
         self.hashes.push(&request.request_hash);
         self.outcomes.push(outcome);
         self.registrations.push(registration);
+    }
+
+    /// Records the seats whose registration the insert skipped (the person already holds one
+    /// for the event) as refused for that reason.
+    pub(super) fn already_registered(&mut self, inserted: &HashSet<Uuid>) {
+        for (outcome, registration) in self.outcomes.iter_mut().zip(&mut self.registrations) {
+            if registration.is_some_and(|id| !inserted.contains(&id)) {
+                *outcome = SeatRefusal::AlreadyRegistered.as_str();
+                *registration = None;
+            }
+        }
     }
 
     pub(super) async fn insert(&self, tx: &Tx) -> Result<()> {
@@ -78,19 +91,14 @@ pub(super) struct NewRegistration<'a> {
     pub request: &'a SeatRequest,
 }
 
-/// How many seats of a ticket type the transaction sold and reserved.
-pub(super) struct Counted {
-    pub ticket_type: Uuid,
-    pub sold: i32,
-    pub reserved: i32,
-}
-
-/// Inserts the registrations and adds to their ticket types' counts in one statement;
-/// returns the registrations as stored (`registrations::COLUMNS`).
+/// Inserts the registrations and adds the seats of those inserted to their ticket types'
+/// counts, in one statement; returns the registrations as stored (`registrations::COLUMNS`).
+/// A person who already holds an active registration for the event (committed, or written
+/// earlier in this transaction) gets no row: the one-active index's conflict is skipped, and
+/// their seat is not counted.
 pub(super) async fn insert(
     tx: &Tx,
     new: &[NewRegistration<'_>],
-    counted: &[Counted],
 ) -> Result<Vec<tokio_postgres::Row>> {
     if new.is_empty() {
         return Ok(Vec::new());
@@ -112,9 +120,8 @@ pub(super) async fn insert(
     let lasts: Vec<&str> = new.iter().map(|n| n.request.last_name.as_str()).collect();
     let fields: Vec<&serde_json::Value> = new.iter().map(|n| &n.request.custom_fields).collect();
     let sources: Vec<Option<&str>> = new.iter().map(|n| n.request.source.as_deref()).collect();
-    let counted_types: Vec<Uuid> = counted.iter().map(|c| c.ticket_type).collect();
-    let sold: Vec<i32> = counted.iter().map(|c| c.sold).collect();
-    let reserved: Vec<i32> = counted.iter().map(|c| c.reserved).collect();
+    let (sold, reserved): (Vec<i32>, Vec<i32>) =
+        new.iter().map(|n| n.status.seat().counts()).unzip();
     let stmt = tx
         .prepare_cached(&format!(
             "WITH r AS (
@@ -131,17 +138,21 @@ pub(super) async fn insert(
                      AS u(id, tenant_id, event_id, ticket_type_id, user_id, email, first_name, last_name,
                           code, status, fields, price, currency, expires_at, at, source)
                 LEFT JOIN event_service.people p ON p.user_id = u.user_id
+                ON CONFLICT (event_id, user_id) WHERE status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')
+                DO NOTHING
                 RETURNING *
              ), counted AS (
                 UPDATE event_service.ticket_types t
                 SET sold_count = t.sold_count + c.sold, reserved_count = t.reserved_count + c.reserved
-                FROM UNNEST($17::uuid[], $18::int4[], $19::int4[]) AS c(id, sold, reserved)
+                FROM (SELECT r.ticket_type_id AS id, sum(k.sold)::int4 AS sold, sum(k.reserved)::int4 AS reserved
+                      FROM r JOIN UNNEST($1::uuid[], $17::int4[], $18::int4[]) AS k(id, sold, reserved) ON k.id = r.id
+                      GROUP BY r.ticket_type_id) AS c
                 WHERE t.id = c.id RETURNING 1
              ) SELECT {COLUMNS} FROM r",
             COLUMNS = super::super::registrations::COLUMNS
         ))
         .await?;
-    let params: [&(dyn ToSql + Sync); 19] = [
+    let params: [&(dyn ToSql + Sync); 18] = [
         &ids,
         &tenants,
         &events,
@@ -158,7 +169,6 @@ pub(super) async fn insert(
         &expiries,
         &times,
         &sources,
-        &counted_types,
         &sold,
         &reserved,
     ];
