@@ -105,11 +105,11 @@ pub struct SeatBatch<'a> {
     pub now: DateTime<Utc>,
 }
 
-/// Judges and writes a batch of seat requests for one ticket type in one transaction of six
+/// Judges and writes a batch of seat requests for one ticket type in one transaction of five
 /// round trips: open; lock-and-read (pipelined with the earlier answers to the batch's keys
 /// and the check of the event shard's lease; who is registered already, when it matters);
-/// insert-and-count; the idempotency records; outbox; commit. A node whose lease moved on
-/// writes nothing (`Error::Fenced`).
+/// insert-and-count; the idempotency records and the outbox, pipelined; commit. A node whose
+/// lease moved on writes nothing (`Error::Fenced`).
 pub async fn commit_batch(
     db: &Database,
     fence: &Fence,
@@ -151,7 +151,7 @@ async fn commit(
     let tx = db.begin(scope).await?;
     // Pipelined: the first error in statement order is the cause (see `reads::read`).
     let (written, fenced) = tokio::join!(write(&tx, batches), fence.check(&tx));
-    let mut written = written?;
+    let (mut written, records) = written?;
     fenced?;
     // Moved, not cloned: an announcement is a tree of JSON values, and nothing reads it after
     // the outbox has it.
@@ -159,7 +159,13 @@ async fn commit(
         .iter_mut()
         .flat_map(|w| std::mem::take(&mut w.events))
         .collect();
-    crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events).await?;
+    // Pipelined, the idempotency records first.
+    let (recorded, queued) = tokio::join!(
+        records.insert(&tx),
+        crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events)
+    );
+    recorded?;
+    queued?;
     tx.commit().await?;
     Ok(written.into_iter().map(Written::finish).collect())
 }
@@ -202,10 +208,14 @@ impl Written {
     }
 }
 
-/// Judges the batches against their locked ticket types and writes their registrations, seat
-/// counts and idempotency records in `tx` (announcements are left to the caller's outbox
-/// write). A ticket type that no longer exists fails the whole transaction with not found.
-async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>> {
+/// Judges the batches against their locked ticket types and writes their registrations and
+/// seat counts in `tx`; returns them with the requests' idempotency records, which the caller
+/// writes beside the announcements. A ticket type that no longer exists fails the whole
+/// transaction with not found.
+async fn write<'r>(
+    tx: &crate::Tx,
+    batches: &[SeatBatch<'r>],
+) -> Result<(Vec<Written>, Records<'r>)> {
     let read = reads::read(tx, batches).await?;
     if batches
         .iter()
@@ -324,7 +334,6 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
         let inserted: HashSet<Uuid> = rows.iter().map(|r| r.get::<_, Uuid>(0)).collect();
         records.already_registered(&inserted);
     }
-    records.insert(tx).await?;
     let index: HashMap<Uuid, usize> = batches
         .iter()
         .enumerate()
@@ -371,7 +380,7 @@ async fn write(tx: &crate::Tx, batches: &[SeatBatch<'_>]) -> Result<Vec<Written>
     .await
     .into_iter()
     .collect::<Result<Vec<_>>>()?;
-    Ok(written)
+    Ok((written, records))
 }
 
 /// Whether a failed batch should be retried one request at a time (a concurrent writer
