@@ -1506,19 +1506,17 @@ async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys
     event_on_sale(&owner, b, event_b, &[other], 2).await;
     let person = domain::ids::UserId::new();
     let key = Uuid::new_v4();
-    let ask = seat_request;
     let fence = storage::cluster::Fence::new("test", vec![]);
-    let batch = seat_batch;
     // The same person with the same key registers with both organizations in one transaction:
     // a key belongs to one organization's requests.
     let (in_a, in_b) = (
-        vec![ask(event_a, person, key, 1)],
-        vec![ask(event_b, person, key, 1)],
+        vec![seat_request(event_a, person, key, 1)],
+        vec![seat_request(event_b, person, key, 1)],
     );
     let outcomes = seats::commit_batches(
         &db,
         &fence,
-        &[batch(a, first, &in_a), batch(b, other, &in_b)],
+        &[seat_batch(a, first, &in_a), seat_batch(b, other, &in_b)],
     )
     .await
     .unwrap();
@@ -1534,21 +1532,21 @@ async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys
     let newcomer = domain::ids::UserId::new();
     let twice = Uuid::new_v4();
     let (again, other_type, reused) = (
-        vec![ask(event_a, person, key, 1)],
+        vec![seat_request(event_a, person, key, 1)],
         vec![
-            ask(event_a, person, Uuid::new_v4(), 2),
-            ask(event_a, newcomer, twice, 3),
-            ask(event_a, newcomer, twice, 3),
+            seat_request(event_a, person, Uuid::new_v4(), 2),
+            seat_request(event_a, newcomer, twice, 3),
+            seat_request(event_a, newcomer, twice, 3),
         ],
-        vec![ask(event_b, person, key, 9)],
+        vec![seat_request(event_b, person, key, 9)],
     );
     let outcomes = seats::commit_batches(
         &db,
         &fence,
         &[
-            batch(b, other, &reused),
-            batch(a, second, &other_type),
-            batch(a, first, &again),
+            seat_batch(b, other, &reused),
+            seat_batch(a, second, &other_type),
+            seat_batch(a, first, &again),
         ],
     )
     .await
@@ -1574,13 +1572,26 @@ async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys
     // A request naming another event than its ticket type's is not found, and the batch
     // beside it in the transaction is unaffected.
     let (astray, beside) = (
-        vec![ask(event_b, domain::ids::UserId::new(), Uuid::new_v4(), 4)],
-        vec![ask(event_b, domain::ids::UserId::new(), Uuid::new_v4(), 5)],
+        vec![seat_request(
+            event_b,
+            domain::ids::UserId::new(),
+            Uuid::new_v4(),
+            4,
+        )],
+        vec![seat_request(
+            event_b,
+            domain::ids::UserId::new(),
+            Uuid::new_v4(),
+            5,
+        )],
     );
     let outcomes = seats::commit_batches(
         &db,
         &fence,
-        &[batch(a, second, &astray), batch(b, other, &beside)],
+        &[
+            seat_batch(a, second, &astray),
+            seat_batch(b, other, &beside),
+        ],
     )
     .await
     .unwrap();

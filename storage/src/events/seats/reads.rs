@@ -62,7 +62,6 @@ pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
             .iter()
             .flat_map(|b| b.requests.iter().map(move |r| (b, r)))
     };
-    let events: Vec<Uuid> = requests().map(|(_, r)| r.event).collect();
     let users: Vec<Uuid> = requests().map(|(_, r)| r.user.as_uuid()).collect();
     let tenants: Vec<Uuid> = requests().map(|(b, _)| b.tenant.as_uuid()).collect();
     let keys: Vec<Uuid> = requests().map(|(_, r)| r.key).collect();
@@ -73,6 +72,7 @@ pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
         tokio::join!(offers(tx, batches), answered(tx, &tenants, &users, &keys));
     let (offers, answered) = (offers?, answered?);
     let people = if needs_people(batches, &offers) {
+        let events: Vec<Uuid> = requests().map(|(_, r)| r.event).collect();
         people(tx, &events, &users).await?
     } else {
         People::default()
