@@ -34,6 +34,9 @@ const MOST_BATCHES: usize = 128;
 /// Fewer batches than this, with another transaction in flight, wait for more.
 const FEW_BATCHES: usize = 8;
 
+/// Most threads of the committer's runtime (its workers mostly wait for PostgreSQL).
+const MOST_THREADS: usize = 4;
+
 /// The longest a worker waits for more batches: short against a transaction's own time (a
 /// WAL flush and a few round trips) and against the answer's budget.
 const LINGER: Duration = Duration::from_millis(3);
@@ -64,14 +67,24 @@ pub struct Committer {
 }
 
 impl Committer {
-    /// Starts `workers` workers over `db` (at least one). They stop once every handle is
+    /// Starts `workers` workers (at least one) on a runtime of their own, in a thread of
+    /// its own, with a pool like `db`'s. They stop, and the thread ends, once every handle is
     /// dropped.
+    ///
+    /// Why a runtime of their own: on the request runtime, each answer PostgreSQL sends
+    /// waits in the run queue behind every HTTP connection ready at that moment, and a seat
+    /// transaction makes several round trips while its ticket type's requests wait for it.
+    /// In a thread of its own, the operating system's scheduler runs the worker as soon as
+    /// the answer arrives.
     pub fn start(db: Database, workers: usize) -> Committer {
         let (queue, ready) = mpsc::unbounded_channel();
-        let ready = Arc::new(Mutex::new(ready));
-        let flights = Arc::new(Flights::default());
-        for _ in 0..workers.max(1) {
-            tokio::spawn(work(db.clone(), ready.clone(), flights.clone()));
+        let own = db.clone();
+        let thread = std::thread::Builder::new()
+            .name("seat-committer".into())
+            .spawn(move || run(own, ready, workers.max(1)));
+        if let Err(e) = thread {
+            // The receiver went with the closure: every batch is committed by its actor.
+            tracing::error!(error = %e, "the seat committer's thread did not start");
         }
         Committer { db, queue }
     }
@@ -112,6 +125,34 @@ impl Committer {
         }
         answer.await.map_err(|_| Stopped)
     }
+}
+
+/// The committer's thread: its runtime, its pool and its workers, until the queue closes.
+fn run(db: Database, ready: mpsc::UnboundedReceiver<Submitted>, workers: usize) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers.min(MOST_THREADS))
+        .thread_name("seat-committer")
+        .enable_all()
+        .build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!(error = %e, "the seat committer's runtime did not start");
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        // Made here, so its connections and their I/O belong to this runtime.
+        let db = db.separate().unwrap_or(db);
+        let ready = Arc::new(Mutex::new(ready));
+        let flights = Arc::new(Flights::default());
+        let workers: Vec<_> = (0..workers)
+            .map(|_| tokio::spawn(work(db.clone(), ready.clone(), flights.clone())))
+            .collect();
+        for worker in workers {
+            let _ = worker.await;
+        }
+    });
 }
 
 /// A worker: takes whatever batches are ready (waiting for the first, and a moment for more

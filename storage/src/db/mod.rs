@@ -157,6 +157,15 @@ pub struct Database {
     pool: Pool,
     /// How its connections log in (the application role), for connections of their own.
     config: std::sync::Arc<tokio_postgres::Config>,
+    settings: PoolSettings,
+}
+
+/// How many connections a pool keeps, and for how long.
+#[derive(Clone, Copy)]
+struct PoolSettings {
+    size: usize,
+    idle: Duration,
+    lifetime: Duration,
 }
 
 /// Closes the pool's connections no one has taken for `idle`, and those older than `lifetime`
@@ -194,15 +203,27 @@ impl Database {
             config.statement_timeout_ms, config.idle_in_transaction_ms
         ));
         pg.connect_timeout(Duration::from_secs(5));
+        let settings = PoolSettings {
+            size: config.pool_size.max(1),
+            idle: Duration::from_millis(config.idle_connection_ms.max(1)),
+            lifetime: Duration::from_millis(config.connection_lifetime_ms.max(1)),
+        };
+        Database::pooled(std::sync::Arc::new(pg), settings)
+    }
+
+    fn pooled(
+        pg: std::sync::Arc<tokio_postgres::Config>,
+        settings: PoolSettings,
+    ) -> Result<Database, DbError> {
         let manager = Manager::from_config(
-            pg.clone(),
+            (*pg).clone(),
             tokio_postgres::NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
         let pool = Pool::builder(manager)
-            .max_size(config.pool_size.max(1))
+            .max_size(settings.size)
             // A request that cannot get a connection waits briefly, then answers 503.
             .wait_timeout(Some(Duration::from_secs(3)))
             .create_timeout(Some(Duration::from_secs(5)))
@@ -214,14 +235,20 @@ impl Database {
             .build()
             .map_err(|e| DbError::Url(e.to_string()))?;
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let idle = Duration::from_millis(config.idle_connection_ms.max(1));
-            let lifetime = Duration::from_millis(config.connection_lifetime_ms.max(1));
-            runtime.spawn(close_idle(pool.weak(), idle, lifetime));
+            runtime.spawn(close_idle(pool.weak(), settings.idle, settings.lifetime));
         }
         Ok(Database {
             pool,
-            config: std::sync::Arc::new(pg),
+            config: pg,
+            settings,
         })
+    }
+
+    /// Another pool of the same size and login. A connection's I/O is driven by the runtime
+    /// that opened it, so work on a runtime of its own (the seat committer) takes its
+    /// connections from a pool of its own, made on that runtime.
+    pub fn separate(&self) -> Result<Database, DbError> {
+        Database::pooled(self.config.clone(), self.settings)
     }
 
     /// Connections open in the pool now, taken or not.
