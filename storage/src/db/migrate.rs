@@ -465,6 +465,12 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                     "../../../migrations/event_service/V14__registration_search_prefixes.sql"
                 ),
             ),
+            (
+                "V16__registrations_parents_checked_by_the_seat_lock",
+                include_str!(
+                    "../../../migrations/event_service/V16__registrations_parents_checked_by_the_seat_lock.sql"
+                ),
+            ),
         ],
         Schema::MediaService => &[
             (

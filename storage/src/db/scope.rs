@@ -64,8 +64,23 @@ pub struct Tx {
 
 impl Tx {
     pub(super) async fn begin(client: Object, scope: Scope, extra: &str) -> Result<Tx, DbError> {
-        // One round trip: the settings are UUIDs we format ourselves and constants, never
-        // text from a client, so they can go into the statement itself.
+        let tx = Tx::unopened(client);
+        tx.open(scope, extra).await?;
+        Ok(tx)
+    }
+
+    /// A transaction whose BEGIN has not been sent: `open` must be the first thing sent on it.
+    pub(super) fn unopened(client: Object) -> Tx {
+        Tx {
+            client: Some(client),
+            outboxes: AtomicU8::new(0),
+        }
+    }
+
+    /// Sends BEGIN and the scope's settings, in one simple query.
+    pub(super) async fn open(&self, scope: Scope, extra: &str) -> Result<(), DbError> {
+        // The settings are UUIDs we format ourselves and constants, never text from a client,
+        // so they can go into the statement itself.
         let tenant = scope
             .tenant
             .map(|t| t.as_uuid().to_string())
@@ -79,12 +94,8 @@ impl Tx {
             "BEGIN; SELECT set_config('app.tenant_id', '{tenant}', true), set_config('app.user_id', '{user}', true), \
              set_config('app.system', '{system}', true); {extra}"
         );
-        let tx = Tx {
-            client: Some(client),
-            outboxes: AtomicU8::new(0),
-        };
-        tx.batch_execute(&sql).await?;
-        Ok(tx)
+        self.batch_execute(&sql).await?;
+        Ok(())
     }
 
     /// Makes the changes permanent.

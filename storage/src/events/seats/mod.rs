@@ -105,9 +105,10 @@ pub struct SeatBatch<'a> {
     pub now: DateTime<Utc>,
 }
 
-/// Judges and writes a batch of seat requests for one ticket type in one transaction of five
-/// round trips: open; lock-and-read (pipelined with the earlier answers to the batch's keys
-/// and the check of the event shard's lease; who is registered already, when it matters);
+/// Judges and writes a batch of seat requests for one ticket type in one transaction of four
+/// round trips: open-lock-and-read (the BEGIN pipelined with the earlier answers to the
+/// batch's keys and the check of the event shard's lease; who is registered already, when it
+/// matters);
 /// insert-and-count; the idempotency records and the outbox, pipelined; commit. A node whose
 /// lease moved on writes nothing (`Error::Fenced`).
 pub async fn commit_batch(
@@ -148,11 +149,16 @@ async fn commit(
     fence: &Fence,
     batches: &[SeatBatch<'_>],
 ) -> Result<Vec<Vec<SeatOutcome>>> {
-    let tx = db.begin(scope).await?;
-    // Pipelined: the first error in statement order is the cause (see `reads::read`).
-    let (written, fenced) = tokio::join!(write(&tx, batches), fence.check(&tx));
-    let (mut written, records) = written?;
-    fenced?;
+    // Pipelined behind the BEGIN: the first error in statement order is the cause (see
+    // `reads::read`).
+    let (tx, (mut written, records)) = db
+        .begin_with(scope, async |tx| {
+            let (written, fenced) = tokio::join!(write(tx, batches), fence.check(tx));
+            let written = written?;
+            fenced?;
+            Ok::<_, crate::Error>(written)
+        })
+        .await?;
     // Moved, not cloned: an announcement is a tree of JSON values, and nothing reads it after
     // the outbox has it.
     let events: Vec<Envelope> = written
