@@ -277,14 +277,16 @@ impl Database {
     /// connection answers in the order it was asked, so whatever `first` sends runs inside
     /// the transaction; if the BEGIN fails, `first`'s answer is dropped and so is the
     /// transaction. For a hot path whose first statements are all it reads (a seat batch).
+    /// `settings` (constant SQL, transaction-local `SET LOCAL`s) runs right after the BEGIN.
     pub async fn begin_with<T, E: From<DbError>>(
         &self,
         scope: Scope,
+        settings: &'static str,
         first: impl AsyncFnOnce(&Tx) -> Result<T, E>,
     ) -> Result<(Tx, T), E> {
         let tx = Tx::unopened(self.pool.get().await.map_err(DbError::from)?);
         // Biased: polled in the order written, so the BEGIN goes out first.
-        let (opened, first) = tokio::join!(biased; tx.open(scope, ""), first(&tx));
+        let (opened, first) = tokio::join!(biased; tx.open(scope, settings), first(&tx));
         opened?;
         Ok((tx, first?))
     }

@@ -93,6 +93,9 @@ pub async fn owner(db: &Database, ticket_type: Uuid) -> Result<Option<TenantId>>
     Ok(row.map(|r| TenantId(r.get(0))))
 }
 
+/// Makes the rest of a seat transaction run cached generic plans (see `write`).
+const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode TO force_generic_plan;";
+
 /// One ticket type's batch of seat requests, for `commit_batches`.
 pub struct SeatBatch<'a> {
     /// The tenant owning the ticket type.
@@ -150,9 +153,11 @@ async fn commit(
     batches: &[SeatBatch<'_>],
 ) -> Result<Vec<Vec<SeatOutcome>>> {
     // Pipelined behind the BEGIN: the first error in statement order is the cause (see
-    // `reads::read`).
+    // `reads::read`). Generic plans from the start: the first reads are probes by primary key
+    // (which a custom plan, made again at every execution for an array parameter, cannot
+    // choose better), and `reads::read` gives the person probe back the default.
     let (tx, (mut written, records)) = db
-        .begin_with(scope, async |tx| {
+        .begin_with(scope, GENERIC_PLANS, async |tx| {
             let (written, fenced) = tokio::join!(write(tx, batches), fence.check(tx));
             let written = written?;
             fenced?;
@@ -322,12 +327,12 @@ async fn write<'r>(
         chosen.push(seats);
     }
 
-    // The writes run their cached generic plans from here on: a custom plan for the arrays of
-    // a small transaction was planned again every time (2 ms for the insert under row level
-    // security, against 1.5 ms to run it), and their generic plans have no index to get wrong.
-    // The reads above keep the default: see docs/decisions.md.
+    // The writes run their cached generic plans from here on (again, if the person probe
+    // took the default back): a custom plan for the arrays of a small transaction was planned
+    // again every time (2 ms for the insert under row level security, against 1.5 ms to run
+    // it), and their generic plans have no index to get wrong (docs/decisions.md).
     let generic = async {
-        tx.batch_execute("SET LOCAL plan_cache_mode TO force_generic_plan")
+        tx.batch_execute(GENERIC_PLANS)
             .await
             .map_err(crate::Error::from)
     };

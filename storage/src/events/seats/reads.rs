@@ -73,7 +73,16 @@ pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
     let (offers, answered) = (offers?, answered?);
     let people = if needs_people(batches, &offers) {
         let events: Vec<Uuid> = requests().map(|(_, r)| r.event).collect();
-        people(tx, &events, &users).await?
+        // PostgreSQL's own choice of plan: a generic plan made while a sale's table is nearly
+        // empty probes people by event alone (docs/decisions.md). Pipelined with the probe.
+        let default = async {
+            tx.batch_execute("SET LOCAL plan_cache_mode TO auto")
+                .await
+                .map_err(crate::Error::from)
+        };
+        let (default, people) = tokio::join!(biased; default, people(tx, &events, &users));
+        default?;
+        people?
     } else {
         People::default()
     };
