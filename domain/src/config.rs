@@ -1405,7 +1405,11 @@ impl Config {
             return self.database.pool_size;
         }
         let all: Vec<Vec<Service>> = self.nodes.iter().map(|n| n.services.clone()).collect();
-        crate::connections::pool_share(budget, &all, &mine.services) as usize
+        crate::connections::pool_share(budget, &all, &mine.services, self.committers()) as usize
+    }
+
+    fn committers(&self) -> u32 {
+        u32::try_from(self.ticketing.committers).unwrap_or(u32::MAX)
     }
 
     /// The most connections this process opens: its pool and its own sessions.
@@ -1414,7 +1418,7 @@ impl Config {
             .current_node()
             .map(|n| n.services.clone())
             .unwrap_or_default();
-        crate::connections::ceiling(&services, self.pool_size() as u32)
+        crate::connections::ceiling(&services, self.pool_size() as u32, self.committers())
     }
 
     /// How long a gateway holds a seat request or a read through a hand-over before it answers

@@ -6,8 +6,9 @@
 
 use crate::config::Service;
 
-/// Connections a process with `services` opens besides its pool.
-pub fn fixed(services: &[Service]) -> u32 {
+/// Connections a process with `services` opens besides its pool, with `committers` seat
+/// committers (`ticketing.committers`) on an events node.
+pub fn fixed(services: &[Service], committers: u32) -> u32 {
     // The life line (crate `storage::liveness`).
     let mut fixed = 1;
     if services.contains(&Service::Gateway) {
@@ -17,8 +18,17 @@ pub fn fixed(services: &[Service]) -> u32 {
     if services.contains(&Service::Events) {
         // The membership's own pool, so a busy node never misses a renewal.
         fixed += 2;
+        // The seat committer's own pool (`committer_pool`).
+        fixed += committer_pool(committers);
     }
     fixed
+}
+
+/// The connections of an events node's seat committer, which runs on a runtime of its own: one
+/// for each worker's transaction, and as many again for the batches a failed joint transaction
+/// commits one by one.
+pub fn committer_pool(committers: u32) -> u32 {
+    committers.max(1) * 2
 }
 
 /// How much of the shared pool a process with `services` takes: the seat path weighs most.
@@ -39,16 +49,16 @@ pub const MIN_POOL: u32 = 2;
 
 /// The pool size of the process running `mine` in an installation whose processes run `all`
 /// (each a `[[nodes]]` entry, `mine` among them) under a budget of `budget` connections.
-pub fn pool_share(budget: u32, all: &[Vec<Service>], mine: &[Service]) -> u32 {
-    let fixed_total: u32 = all.iter().map(|s| fixed(s)).sum();
+pub fn pool_share(budget: u32, all: &[Vec<Service>], mine: &[Service], committers: u32) -> u32 {
+    let fixed_total: u32 = all.iter().map(|s| fixed(s, committers)).sum();
     let weights: u32 = all.iter().map(|s| weight(s)).sum::<u32>().max(1);
     let shared = budget.saturating_sub(fixed_total);
     (shared * weight(mine) / weights).max(MIN_POOL)
 }
 
 /// Connections the process running `services` may open with a pool of `pool`.
-pub fn ceiling(services: &[Service], pool: u32) -> u32 {
-    pool + fixed(services)
+pub fn ceiling(services: &[Service], pool: u32, committers: u32) -> u32 {
+    pool + fixed(services, committers)
 }
 
 #[cfg(test)]
@@ -66,22 +76,22 @@ mod tests {
             vec![Events],
             vec![Events],
         ];
-        let pools: Vec<u32> = all.iter().map(|s| pool_share(60, &all, s)).collect();
-        // Fixed: 3 + 1 + 3 × 4 = 16; 44 shared by weights 1 + 4 + 4 × 4 = 21.
-        assert_eq!(pools, vec![2, 8, 8, 8, 8, 8]);
-        let total: u32 = all.iter().zip(&pools).map(|(s, p)| ceiling(s, *p)).sum();
+        let pools: Vec<u32> = all.iter().map(|s| pool_share(60, &all, s, 2)).collect();
+        // Fixed: 3 + 1 + 4 × (3 + 4) = 32; 28 shared by weights 1 + 4 + 4 × 4 = 21.
+        assert_eq!(pools, vec![2, 5, 5, 5, 5, 5]);
+        let total: u32 = all.iter().zip(&pools).map(|(s, p)| ceiling(s, *p, 2)).sum();
         assert!(total <= 60, "{total}");
     }
 
     #[test]
     fn one_process_takes_the_whole_budget_but_its_own_connections() {
         let all = vec![Service::ALL.to_vec()];
-        assert_eq!(pool_share(100, &all, &all[0]), 100 - 5);
+        assert_eq!(pool_share(100, &all, &all[0], 2), 100 - 9);
     }
 
     #[test]
     fn a_budget_too_small_still_leaves_each_pool_its_minimum() {
         let all = vec![vec![Events], vec![Events]];
-        assert_eq!(pool_share(6, &all, &all[0]), MIN_POOL);
+        assert_eq!(pool_share(6, &all, &all[0], 2), MIN_POOL);
     }
 }

@@ -68,7 +68,7 @@ pub struct Committer {
 
 impl Committer {
     /// Starts `workers` workers (at least one) on a runtime of their own, in a thread of
-    /// its own, with a pool like `db`'s. They stop, and the thread ends, once every handle is
+    /// its own, with a pool of their own over `db`'s login. They stop, and the thread ends, once every handle is
     /// dropped.
     ///
     /// Why a runtime of their own: on the request runtime, each answer PostgreSQL sends
@@ -142,8 +142,10 @@ fn run(db: Database, ready: mpsc::UnboundedReceiver<Submitted>, workers: usize) 
         }
     };
     runtime.block_on(async move {
-        // Made here, so its connections and their I/O belong to this runtime.
-        let db = db.separate().unwrap_or(db);
+        // Made here, so its connections and their I/O belong to this runtime; counted in the
+        // process's connections by `domain::connections::fixed`.
+        let size = domain::connections::committer_pool(u32::try_from(workers).unwrap_or(u32::MAX));
+        let db = db.separate(size as usize).unwrap_or(db);
         let ready = Arc::new(Mutex::new(ready));
         let flights = Arc::new(Flights::default());
         let workers: Vec<_> = (0..workers)

@@ -244,11 +244,15 @@ impl Database {
         })
     }
 
-    /// Another pool of the same size and login. A connection's I/O is driven by the runtime
-    /// that opened it, so work on a runtime of its own (the seat committer) takes its
-    /// connections from a pool of its own, made on that runtime.
-    pub fn separate(&self) -> Result<Database, DbError> {
-        Database::pooled(self.config.clone(), self.settings)
+    /// Another pool of `size` connections with the same login. A connection's I/O is driven by
+    /// the runtime that opened it, so work on a runtime of its own (the seat committer) takes
+    /// its connections from a pool of its own, made on that runtime.
+    pub fn separate(&self, size: usize) -> Result<Database, DbError> {
+        let settings = PoolSettings {
+            size: size.max(1),
+            ..self.settings
+        };
+        Database::pooled(self.config.clone(), settings)
     }
 
     /// Connections open in the pool now, taken or not.
