@@ -67,9 +67,9 @@ pub struct Committer {
 }
 
 impl Committer {
-    /// Starts `workers` workers (at least one) on a runtime of their own, in a thread of
-    /// its own, with a pool of their own over `db`'s login. They stop, and the thread ends, once every handle is
-    /// dropped.
+    /// Starts `workers` workers (at least one) on a runtime of their own, in a thread of its
+    /// own, with a pool of their own over `db`'s login. They stop, and the thread ends, once
+    /// every handle is dropped.
     ///
     /// Why a runtime of their own: on the request runtime, each answer PostgreSQL sends
     /// waits in the run queue behind every HTTP connection ready at that moment, and a seat

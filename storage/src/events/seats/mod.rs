@@ -109,11 +109,11 @@ pub struct SeatBatch<'a> {
 }
 
 /// Judges and writes a batch of seat requests for one ticket type in one transaction of four
-/// round trips: open-lock-and-read (the BEGIN pipelined with the earlier answers to the
-/// batch's keys and the check of the event shard's lease; who is registered already, when it
-/// matters);
-/// insert-and-count; the idempotency records and the outbox, pipelined; commit. A node whose
-/// lease moved on writes nothing (`Error::Fenced`).
+/// round trips: open, lock and read (the BEGIN pipelined with the lock-and-read, the earlier
+/// answers to the batch's keys and the check of the event shard's lease; who is registered
+/// already in a round trip of its own, when it matters); insert-and-count; the idempotency
+/// records and the outbox, pipelined; commit. A node whose lease moved on writes nothing
+/// (`Error::Fenced`).
 pub async fn commit_batch(
     db: &Database,
     fence: &Fence,
