@@ -118,6 +118,7 @@ async fn database(config: &domain::config::Config) -> anyhow::Result<storage::Da
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
+    actors::ticketing::when_idle(memory::when_idle);
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_park(memory::when_idle)

@@ -127,11 +127,27 @@ impl Committer {
     }
 }
 
+/// What the process runs when one of its runtime threads has nothing to do (the binary gives
+/// back its allocator's free memory there); the committer's threads run it too.
+static WHEN_IDLE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Sets what the committer's runtime threads run when they park, as the request runtime's do:
+/// a thread that built a sale's answers and then idles would otherwise keep what it freed.
+/// Called once, before any node starts; later calls change nothing.
+pub fn when_idle(hook: fn()) {
+    let _ = WHEN_IDLE.set(hook);
+}
+
 /// The committer's thread: its runtime, its pool and its workers, until the queue closes.
 fn run(db: Database, ready: mpsc::UnboundedReceiver<Submitted>, workers: usize) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers.min(MOST_THREADS))
         .thread_name("seat-committer")
+        .on_thread_park(|| {
+            if let Some(hook) = WHEN_IDLE.get() {
+                hook();
+            }
+        })
         .enable_all()
         .build();
     let runtime = match runtime {

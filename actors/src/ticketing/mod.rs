@@ -9,6 +9,7 @@ mod supervisor;
 mod ticket_type;
 mod timers;
 
+pub use committer::when_idle;
 pub use registry::{Ticketing, TicketingError};
 pub use timers::{Deadlines, ReservationTimer};
 
