@@ -8,6 +8,8 @@ pub mod cluster;
 pub mod db;
 pub mod error;
 pub mod events;
+#[cfg(feature = "faults")]
+pub mod faults;
 pub mod idempotency;
 pub mod identity;
 pub mod inbox;

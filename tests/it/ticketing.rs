@@ -1492,6 +1492,62 @@ fn seat_batch(
 }
 
 #[tokio::test]
+async fn a_confirmation_code_drawn_twice_is_drawn_again_and_the_batch_stays_whole() {
+    use storage::events::seats::{self, SeatOutcome};
+    let t = crate::support::TestDb::new().await;
+    let owner = t.owner().await;
+    let (tenant, event, ticket_type) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    event_on_sale(&owner, tenant, event, &[ticket_type], 10).await;
+    let fence = storage::cluster::Fence::new("test", vec![]);
+    let ask = || seat_request(event, domain::ids::UserId::new(), Uuid::new_v4(), 1);
+    let commit = async |requests: &[storage::events::seats::SeatRequest]| {
+        let tenant = domain::ids::TenantId(tenant);
+        seats::commit_batch(&t.db, &fence, tenant, ticket_type, requests, Utc::now()).await
+    };
+    storage::faults::draw_codes(event, &["TAKEN234"]);
+    let outcomes = commit(&[ask()]).await.unwrap();
+    assert!(
+        matches!(&outcomes[..], [SeatOutcome::Created(r)] if r.confirmation_code == "TAKEN234")
+    );
+
+    // The second batch's first seat draws the taken code, then (its transaction run again)
+    // codes of chance: the batch is committed whole, in one piece, each with a code of its own.
+    storage::faults::draw_codes(event, &["FREE2345", "FREE3456", "TAKEN234"]);
+    let outcomes = commit(&[ask(), ask(), ask()])
+        .await
+        .expect("a code drawn twice does not fail the batch");
+    let codes: Vec<&str> = outcomes
+        .iter()
+        .map(|o| match o {
+            SeatOutcome::Created(r) => r.confirmation_code.as_str(),
+            other => panic!("every request gets a seat, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(codes.len(), 3);
+    assert!(!codes.contains(&"TAKEN234"), "{codes:?}");
+    assert!(
+        !codes.contains(&"FREE2345"),
+        "the attempt that failed left nothing: {codes:?}"
+    );
+    let mut distinct = codes.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3, "{codes:?}");
+    let (sold, registrations): (i32, i64) = {
+        let row = owner
+            .query_one(
+                "SELECT (SELECT sold_count FROM event_service.ticket_types WHERE id = $1),
+                        (SELECT count(*) FROM event_service.registrations WHERE ticket_type_id = $1)",
+                &[&ticket_type],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!((sold, registrations), (4, 4), "counted once, written once");
+}
+
+#[tokio::test]
 async fn one_joint_transaction_judges_each_type_by_its_own_event_people_and_keys() {
     use domain::events::seats::SeatRefusal;
     use storage::events::seats::{self, SeatOutcome};

@@ -107,6 +107,14 @@ impl DbError {
     pub fn is_unique_violation(&self) -> bool {
         self.sqlstate() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
     }
+
+    /// The constraint or unique index the server named as refusing the write.
+    pub fn constraint(&self) -> Option<&str> {
+        match self {
+            DbError::Query(e) => e.as_db_error().and_then(|db| db.constraint()),
+            _ => None,
+        }
+    }
 }
 
 /// The schema each service owns. Only these constants are ever spliced into SQL.
