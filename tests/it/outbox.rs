@@ -135,6 +135,80 @@ async fn a_commit_wakes_this_processs_relay_and_a_rollback_does_not() {
     relay.stop().await;
 }
 
+/// The events of the outbox, by id, as the owner sees them.
+async fn stored(t: &TestDb, ids: &[EventId]) -> Vec<uuid::Uuid> {
+    let ids: Vec<uuid::Uuid> = ids.iter().map(|id| id.as_uuid()).collect();
+    let tx = t.db.begin(Scope::system()).await.unwrap();
+    let rows = tx
+        .query(
+            "SELECT id FROM event_service.outbox WHERE id = ANY($1) ORDER BY seq",
+            &[&ids],
+        )
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    rows.iter().map(|r| r.get(0)).collect()
+}
+
+#[tokio::test]
+async fn a_commit_sent_behind_the_last_writes_keeps_them_all_or_none() {
+    let t = TestDb::new().await;
+    let first = Envelope::new("test.first", None, None, serde_json::json!({"n": 1}));
+    let second = Envelope::new("test.second", None, None, serde_json::json!({"n": 2}));
+    let third = Envelope::new("test.third", None, None, serde_json::json!({"n": 3}));
+
+    // Prepared in an earlier round trip, as the seat transaction does, then written with the
+    // commit behind: both rows are there.
+    let tx = t.db.begin(Scope::anonymous()).await.unwrap();
+    outbox::prepare_many(&tx, Schema::EventService)
+        .await
+        .unwrap();
+    let pair = [first.clone(), second.clone()];
+    let done = tx
+        .commit_with(async |tx| {
+            outbox::enqueue_many(tx, Schema::EventService, &pair)
+                .await
+                .map(|()| "written")
+        })
+        .await;
+    assert_eq!(done.unwrap(), "written");
+    assert_eq!(
+        stored(&t, &[first.id, second.id]).await,
+        vec![first.id.as_uuid(), second.id.as_uuid()]
+    );
+
+    // One of the last statements fails (the first event again: its id is taken): the commit
+    // behind it is a rollback, so the third event, written beside it, is not stored either,
+    // and the failure is what the caller learns.
+    let tx = t.db.begin(Scope::anonymous()).await.unwrap();
+    outbox::prepare_many(&tx, Schema::EventService)
+        .await
+        .unwrap();
+    let (again, fresh) = ([first.clone()], [third.clone()]);
+    let failed = tx
+        .commit_with(async |tx| {
+            let (a, b) = tokio::join!(
+                outbox::enqueue_many(tx, Schema::EventService, &fresh),
+                outbox::enqueue_many(tx, Schema::EventService, &again)
+            );
+            a.and(b)
+        })
+        .await;
+    let error = failed.expect_err("a duplicate id fails the last writes");
+    assert!(
+        error.to_string().contains("duplicate key"),
+        "the cause is kept: {error}"
+    );
+    assert!(
+        stored(&t, &[third.id]).await.is_empty(),
+        "nothing of it committed"
+    );
+    // The connection went back to the pool, and the transactions after it work.
+    for _ in 0..8 {
+        write_event(&t, "test.after", true).await;
+    }
+}
+
 #[tokio::test]
 async fn rolled_back_events_are_never_published_and_order_is_kept() {
     for (name, broker) in brokers() {

@@ -100,25 +100,52 @@ impl Tx {
 
     /// Makes the changes permanent.
     pub async fn commit(mut self) -> Result<(), DbError> {
-        let client = self.client.take();
-        if let Some(client) = client {
-            client.batch_execute("COMMIT").await.map_err(|e| {
-                // The server answered (a deferred constraint, a serialization failure): it
-                // rolled back. No answer at all: it may have committed.
-                if e.as_db_error().is_some() {
-                    DbError::Query(e)
-                } else {
-                    DbError::CommitUnknown(e)
-                }
-            })?;
+        if let Some(client) = self.client.take() {
+            client
+                .batch_execute("COMMIT")
+                .await
+                .map_err(commit_failed)?;
         }
+        self.committed();
+        Ok(())
+    }
+
+    /// Sends the statements of `last` and, behind them without waiting for their answers,
+    /// the COMMIT: a transaction's last writes and its commit in one round trip. Every
+    /// statement of `last` must go out when it is first polled, so each is one this
+    /// connection has prepared already (a `Statement`, or a `prepare_cached` hit), never text
+    /// to parse first: the COMMIT would overtake it, and the statement would run after the
+    /// transaction, on its own. When a statement of `last` fails, the transaction is aborted
+    /// and the server answers the COMMIT with a rollback: nothing was written, and that error
+    /// is returned.
+    pub async fn commit_with<T, E: From<DbError>>(
+        mut self,
+        last: impl AsyncFnOnce(&Tx) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let commit = async {
+            match &self.client {
+                Some(client) => client.batch_execute("COMMIT").await.map_err(commit_failed),
+                None => Ok(()),
+            }
+        };
+        // Biased: polled in the order written, so `last` goes out first.
+        let (done, committed) = tokio::join!(biased; last(&self), commit);
+        // Whatever happened, the transaction has ended: the connection goes back as it is.
+        drop(self.client.take());
+        let done = done?;
+        committed?;
+        self.committed();
+        Ok(done)
+    }
+
+    /// Rings the relays of the outboxes this committed transaction wrote.
+    fn committed(&self) {
         let written = self.outboxes.load(Ordering::Relaxed);
         for schema in Schema::ALL {
             if written & schema_bit(schema) != 0 {
                 crate::outbox::ring(schema);
             }
         }
-        Ok(())
     }
 
     /// Wakes this process's relays of `schema` once the transaction commits.
@@ -133,6 +160,16 @@ impl Tx {
             client.batch_execute("ROLLBACK").await?;
         }
         Ok(())
+    }
+}
+
+/// The server answered the COMMIT with an error (a deferred constraint, a serialization
+/// failure): it rolled back. No answer at all: it may have committed.
+fn commit_failed(e: tokio_postgres::Error) -> DbError {
+    if e.as_db_error().is_some() {
+        DbError::Query(e)
+    } else {
+        DbError::CommitUnknown(e)
     }
 }
 

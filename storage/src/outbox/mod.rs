@@ -90,7 +90,6 @@ pub async fn enqueue_many(tx: &Tx, schema: Schema, events: &[Envelope]) -> Resul
     if events.is_empty() {
         return Ok(());
     }
-    let s = schema.name();
     let ids: Vec<uuid::Uuid> = events.iter().map(|e| e.id.as_uuid()).collect();
     let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
     let tenants: Vec<Option<uuid::Uuid>> = events
@@ -104,14 +103,21 @@ pub async fn enqueue_many(tx: &Tx, schema: Schema, events: &[Envelope]) -> Resul
     let times: Vec<chrono::DateTime<chrono::Utc>> = events.iter().map(|e| e.occurred_at).collect();
     let data: Vec<&serde_json::Value> = events.iter().map(|e| &e.data).collect();
     tx.ring_on_commit(schema);
-    // Prepared once per connection: the seat path writes here in every commit.
-    let stmt = tx
+    let stmt = prepare_many(tx, schema).await?;
+    tx.execute(&stmt, &[&ids, &types, &tenants, &actors, &times, &data])
+        .await?;
+    Ok(())
+}
+
+/// Prepares `enqueue_many`'s statement on `tx`'s connection, once per connection (the seat
+/// path writes here in every commit): a transaction that sends its commit right behind its
+/// writes (`Tx::commit_with`) prepares it in an earlier round trip.
+pub async fn prepare_many(tx: &Tx, schema: Schema) -> Result<tokio_postgres::Statement, DbError> {
+    let s = schema.name();
+    Ok(tx
         .prepare_cached(&format!(
             "INSERT INTO {s}.outbox (id, event_type, tenant_id, actor_id, occurred_at, data)
              SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::timestamptz[], $6::jsonb[])"
         ))
-        .await?;
-    tx.execute(&stmt, &[&ids, &types, &tenants, &actors, &times, &data])
-        .await?;
-    Ok(())
+        .await?)
 }

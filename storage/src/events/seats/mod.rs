@@ -108,12 +108,12 @@ pub struct SeatBatch<'a> {
     pub now: DateTime<Utc>,
 }
 
-/// Judges and writes a batch of seat requests for one ticket type in one transaction of four
+/// Judges and writes a batch of seat requests for one ticket type in one transaction of three
 /// round trips: open, lock and read (the BEGIN pipelined with the lock-and-read, the earlier
 /// answers to the batch's keys and the check of the event shard's lease; who is registered
 /// already in a round trip of its own, when it matters); insert-and-count; the idempotency
-/// records and the outbox, pipelined; commit. A node whose lease moved on writes nothing
-/// (`Error::Fenced`).
+/// records and the outbox with the commit right behind them. A node whose lease moved on
+/// writes nothing (`Error::Fenced`).
 pub async fn commit_batch(
     db: &Database,
     fence: &Fence,
@@ -216,14 +216,17 @@ async fn attempt(
         .iter_mut()
         .flat_map(|w| std::mem::take(&mut w.events))
         .collect();
-    // Pipelined, the idempotency records first.
-    let (recorded, queued) = tokio::join!(
-        records.insert(&tx),
-        crate::outbox::enqueue_many(&tx, crate::Schema::EventService, &events)
-    );
-    recorded?;
-    queued?;
-    tx.commit().await?;
+    // Pipelined, the idempotency records first, and the commit right behind them (their
+    // statements were prepared with the insert, in `write`).
+    tx.commit_with(async |tx| {
+        let (recorded, queued) = tokio::join!(
+            records.insert(tx),
+            crate::outbox::enqueue_many(tx, crate::Schema::EventService, &events)
+        );
+        recorded?;
+        queued.map_err(crate::Error::from)
+    })
+    .await?;
     Ok(written.into_iter().map(Written::finish).collect())
 }
 
@@ -377,13 +380,24 @@ async fn write<'r>(
     // took the default back): a custom plan for the arrays of a small transaction was planned
     // again every time (2 ms for the insert under row level security, against 1.5 ms to run
     // it), and their generic plans have no index to get wrong (docs/decisions.md).
+    // The idempotency records' and the outbox's statements are prepared here too, on a new
+    // connection, so that they go out at once with the commit behind them (`commit`).
     let generic = async {
         tx.batch_execute(GENERIC_PLANS)
             .await
             .map_err(crate::Error::from)
     };
-    let (generic, rows) = tokio::join!(generic, writes::insert(tx, &new));
+    let prepared = async {
+        let (records, outbox) = tokio::join!(
+            Records::prepare(tx),
+            crate::outbox::prepare_many(tx, crate::Schema::EventService)
+        );
+        records?;
+        outbox.map_err(crate::Error::from)
+    };
+    let (generic, rows, prepared) = tokio::join!(generic, writes::insert(tx, &new), prepared);
     generic?;
+    prepared?;
     let rows = rows?;
     // A seat whose row the insert skipped was asked by someone already registered for the
     // event; the idempotency records say so before they are written.

@@ -51,18 +51,24 @@ impl<'a> Records<'a> {
         }
     }
 
-    pub(super) async fn insert(&self, tx: &Tx) -> Result<()> {
-        if self.users.is_empty() {
-            return Ok(());
-        }
-        let stmt = tx
+    /// Prepares `insert`'s statement on `tx`'s connection (once per connection), so that
+    /// `insert` goes out at once, ahead of the commit sent behind it.
+    pub(super) async fn prepare(tx: &Tx) -> Result<tokio_postgres::Statement> {
+        Ok(tx
             .prepare_cached(
                 "INSERT INTO event_service.seat_requests (tenant_id, user_id, key, request_hash, outcome, registration_id)
                  SELECT u.tenant_id, u.user_id, u.key, u.hash, u.outcome, u.registration_id
                  FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::bytea[], $5::text[], $6::uuid[])
                       AS u(tenant_id, user_id, key, hash, outcome, registration_id)",
             )
-            .await?;
+            .await?)
+    }
+
+    pub(super) async fn insert(&self, tx: &Tx) -> Result<()> {
+        if self.users.is_empty() {
+            return Ok(());
+        }
+        let stmt = Self::prepare(tx).await?;
         let params: [&(dyn ToSql + Sync); 6] = [
             &self.tenants,
             &self.users,
