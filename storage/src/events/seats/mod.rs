@@ -381,7 +381,7 @@ async fn write<'r>(
     // again every time (2 ms for the insert under row level security, against 1.5 ms to run
     // it), and their generic plans have no index to get wrong (docs/decisions.md).
     // The idempotency records' and the outbox's statements are prepared here too, on a new
-    // connection, so that they go out at once with the commit behind them (`commit`).
+    // connection, so that they go out at once with the commit behind them (`attempt`).
     let generic = async {
         tx.batch_execute(GENERIC_PLANS)
             .await
@@ -396,9 +396,11 @@ async fn write<'r>(
         outbox.map_err(crate::Error::from)
     };
     let (generic, rows, prepared) = tokio::join!(generic, writes::insert(tx, &new), prepared);
+    // In statement order: a failed insert aborts the transaction, and whatever went out after
+    // it fails only for that (a taken code must be seen as such, see `commit`).
     generic?;
-    prepared?;
     let rows = rows?;
+    prepared?;
     // A seat whose row the insert skipped was asked by someone already registered for the
     // event; the idempotency records say so before they are written.
     if rows.len() < new.len() {
