@@ -199,22 +199,32 @@ enum BadBearer {
     Invalid,
     /// Revoked before its expiry.
     Revoked,
-    /// Revocations could not be read lately.
-    Unknown,
+    /// Revocations could not be read lately; the token itself verified, for this user.
+    Unknown(uuid::Uuid),
 }
 
 impl BadBearer {
-    fn response(self) -> Response {
+    fn response(&self) -> Response {
         let refusal = match self {
             BadBearer::Invalid => PlatformRefusal::AccessTokenInvalid,
             BadBearer::Revoked => PlatformRefusal::AccessRevoked,
-            BadBearer::Unknown => PlatformRefusal::RevocationsUnknown,
+            BadBearer::Unknown(_) => PlatformRefusal::RevocationsUnknown,
         };
         let mut error = ApiError::from(Refusal::from(refusal));
-        if matches!(self, BadBearer::Unknown) {
+        if matches!(self, BadBearer::Unknown(_)) {
             error.retry_after = Some(1);
         }
         error.into_response()
+    }
+
+    /// Whose budget the refusal is counted against: a token the platform could not check
+    /// is its signed user's (the fault is ours, and everyone behind one address would
+    /// otherwise run out of it together); a bad or revoked one the address's.
+    fn counted_for(&self) -> Option<uuid::Uuid> {
+        match self {
+            BadBearer::Unknown(user) => Some(*user),
+            BadBearer::Invalid | BadBearer::Revoked => None,
+        }
     }
 }
 
@@ -228,7 +238,7 @@ fn check_bearer(door: &Door, value: &str) -> Result<Claims, BadBearer> {
     match door.revocations.verdict(&claims) {
         Verdict::Allowed => Ok(claims),
         Verdict::Revoked => Err(BadBearer::Revoked),
-        Verdict::Unknown => Err(BadBearer::Unknown),
+        Verdict::Unknown => Err(BadBearer::Unknown(claims.sub.as_uuid())),
     }
 }
 
@@ -281,7 +291,8 @@ pub async fn authenticate(State(door): State<Door>, mut request: Request, next: 
         .filter(|_| !is_webhook(request.method(), &path))
         .map(|v| v.to_str().map(|v| v.trim().to_string()).unwrap_or_default());
     // A refusal at the door is still counted against the client's IP, so guessing tokens
-    // or probing closed routes runs into the public limit like anything else.
+    // or probing closed routes runs into the public limit like anything else; a valid token
+    // the door could not check against the revocations is counted against its own user.
     let mut refusal: Option<Response> = None;
     let user = match bearer.map(|value| check_bearer(&door, &value)) {
         Some(Ok(claims)) => {
@@ -295,7 +306,7 @@ pub async fn authenticate(State(door): State<Door>, mut request: Request, next: 
         }
         Some(Err(why)) => {
             refusal = Some(why.response());
-            None
+            why.counted_for()
         }
         None if public => None,
         None => {
