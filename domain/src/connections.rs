@@ -12,8 +12,9 @@ pub fn fixed(services: &[Service], committers: u32) -> u32 {
     // The life line (crate `storage::liveness`).
     let mut fixed = 1;
     if services.contains(&Service::Gateway) {
-        // LISTEN for the shard map, and for revocations.
-        fixed += 2;
+        // LISTEN for the shard map and for revocations, and the revocations' reading (their
+        // own, so a flood holding the pool cannot make the door refuse every token).
+        fixed += 3;
     }
     if services.contains(&Service::Events) {
         // The membership's own pool, so a busy node never misses a renewal.
@@ -77,7 +78,7 @@ mod tests {
             vec![Events],
         ];
         let pools: Vec<u32> = all.iter().map(|s| pool_share(60, &all, s, 2)).collect();
-        // Fixed: 3 + 1 + 4 × (3 + 4) = 32; 28 shared by weights 1 + 4 + 4 × 4 = 21.
+        // Fixed: 4 + 1 + 4 × (3 + 4) = 33; 27 shared by weights 1 + 4 + 4 × 4 = 21.
         assert_eq!(pools, vec![2, 5, 5, 5, 5, 5]);
         let total: u32 = all.iter().zip(&pools).map(|(s, p)| ceiling(s, *p, 2)).sum();
         assert!(total <= 60, "{total}");
@@ -86,7 +87,7 @@ mod tests {
     #[test]
     fn one_process_takes_the_whole_budget_but_its_own_connections() {
         let all = vec![Service::ALL.to_vec()];
-        assert_eq!(pool_share(100, &all, &all[0], 2), 100 - 9);
+        assert_eq!(pool_share(100, &all, &all[0], 2), 100 - 10);
     }
 
     #[test]

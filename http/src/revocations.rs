@@ -42,10 +42,13 @@ pub struct RevocationFeed {
 }
 
 impl RevocationFeed {
-    /// A feed that has read nothing yet (it vouches for no token until it has).
+    /// A feed that has read nothing yet (it vouches for no token until it has). It reads on a
+    /// connection of its own: from the shared pool, a flood of slow requests holding every
+    /// connection would keep it from reading for `STALE_AFTER`, and the gateway would then
+    /// refuse every signed-in request of the node.
     pub fn new(db: Database) -> Arc<RevocationFeed> {
         Arc::new(RevocationFeed {
-            db,
+            db: db.separate(1).unwrap_or(db),
             set: RwLock::new(Revocations::default()),
             reading: Mutex::new(Reading {
                 since: Utc::now() - revocation::memory(),

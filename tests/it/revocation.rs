@@ -847,6 +847,27 @@ async fn without_a_fresh_reading_of_revocations_the_gateway_vouches_for_no_token
 }
 
 #[tokio::test]
+async fn a_pool_held_by_slow_requests_does_not_keep_the_gateway_from_reading_revocations() {
+    // A flood of slow requests (exports, searches) holds every connection of the pool; a
+    // reading that waited for one would go stale and the door would refuse every token.
+    let t = TestDb::new().await;
+    let mut config = t.config.database.clone();
+    config.pool_size = 2;
+    let db = storage::Database::connect(&config).unwrap();
+    let held = (db.client().await.unwrap(), db.client().await.unwrap());
+    let feed = http::revocations::RevocationFeed::new(db);
+    tokio::time::timeout(std::time::Duration::from_secs(1), feed.refresh())
+        .await
+        .expect("the reading did not wait for the pool")
+        .unwrap();
+    let claims = http::tokens::Tokens::new(SECRET)
+        .verify(&token_issued(&uuid::Uuid::now_v7().to_string(), 0, SECRET))
+        .unwrap();
+    assert_eq!(feed.verdict(&claims), http::revocations::Verdict::Allowed);
+    drop(held);
+}
+
+#[tokio::test]
 async fn as_separate_processes_a_removed_moderator_is_refused_by_the_events_node_at_once() {
     let t = TestDb::new().await;
     let telegram = crate::fake_telegram::FakeTelegram::start().await;
