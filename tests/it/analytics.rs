@@ -1007,7 +1007,9 @@ async fn a_publication_overtaking_the_creation_is_kept() {
     // A creation alone makes a draft.
     let fresh = Uuid::now_v7();
     let mut created = at("event.created", 0);
-    created.data["eventId"] = json!(fresh);
+    let mut data = created.data.value();
+    data["eventId"] = json!(fresh);
+    created.data = data.into();
     recorder.handle(&created).await.unwrap();
     assert_eq!(find(&ctx.t.db, fresh).await.unwrap(), draft);
 }
@@ -1043,7 +1045,7 @@ async fn settled(ctx: &Ctx, event: &str, kinds: &[&str]) {
         let ids: Vec<Uuid> = kinds
             .iter()
             .flat_map(|k| ctx.events.of(k))
-            .filter(|e| e.data["eventId"] == event)
+            .filter(|e| e.data.value()["eventId"] == event)
             .map(|e| e.id.as_uuid())
             .collect();
         if ids.len() < kinds.len() {

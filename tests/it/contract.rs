@@ -85,7 +85,7 @@ fn every_consumer_reads_every_event_it_subscribes_to() {
 
 #[test]
 fn a_payload_missing_a_field_is_a_bad_message_not_a_default() {
-    let mut data = samples::of(Kind::RegistrationCreated).to_data();
+    let mut data = samples::of(Kind::RegistrationCreated).to_data().value();
     data.as_object_mut().unwrap().remove("confirmationCode");
     let envelope = Envelope::new("registration.created", Some(TenantId::new()), None, data);
     let refused = Inbox::<Notifier>::decode(&envelope).unwrap_err();

@@ -152,8 +152,8 @@ async fn life_cycle_and_refused_transitions() {
         );
     }
     let completed = &ctx.events.of("event.completed")[0];
-    assert_eq!(completed.data["eventId"], live.as_str());
-    assert_eq!(completed.data["title"], "Live");
+    assert_eq!(completed.data.value()["eventId"], live.as_str());
+    assert_eq!(completed.data.value()["title"], "Live");
 }
 
 #[tokio::test]
@@ -917,9 +917,9 @@ async fn changing_time_or_place_of_a_published_event_announces_it() {
         1,
         "only the published event's move is announced, not its title or a draft"
     );
-    assert_eq!(changed[0].data["eventId"], live.as_str());
-    assert_eq!(changed[0].data["locationAddress"], "New hall");
-    assert!(changed[0].data["previous"]["startsAt"].is_string());
+    assert_eq!(changed[0].data.value()["eventId"], live.as_str());
+    assert_eq!(changed[0].data.value()["locationAddress"], "New hall");
+    assert!(changed[0].data.value()["previous"]["startsAt"].is_string());
     let cleared = ctx
         .put(
             &format!("/api/v1/events/{live}"),
@@ -1252,7 +1252,7 @@ async fn ended_events_complete_and_deleted_organizations_archive_theirs() {
             ctx.events
                 .of("event.completed")
                 .iter()
-                .any(|e| e.data["eventId"] == soon.as_str())
+                .any(|e| e.data.value()["eventId"] == soon.as_str())
         })
         .await
     );

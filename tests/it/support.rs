@@ -211,15 +211,15 @@ pub fn redis_url() -> String {
 
 /// A valid payload of domain event `kind` with `fields` written over the contract's example
 /// (tests name only the fields they are about; the rest must still read).
-pub fn event_data(kind: &str, fields: serde_json::Value) -> serde_json::Value {
+pub fn event_data(kind: &str, fields: serde_json::Value) -> domain::envelope::Payload {
     let kind = domain::contract::Kind::parse(kind).unwrap_or_else(|| panic!("no event {kind}"));
-    let mut data = domain::contract::samples::of(kind).to_data();
+    let mut data = domain::contract::samples::of(kind).to_data().value();
     if let (Some(data), Some(fields)) = (data.as_object_mut(), fields.as_object()) {
         for (k, v) in fields {
             data.insert(k.clone(), v.clone());
         }
     }
-    data
+    data.into()
 }
 
 /// The first column of every row `sql` returns.

@@ -649,7 +649,7 @@ async fn check_in_only_confirmed_and_only_once() {
         .await
     );
     assert_eq!(
-        ctx.events.of("checkin.completed")[1].data["method"],
+        ctx.events.of("checkin.completed")[1].data.value()["method"],
         "MANUAL"
     );
     assert_eq!(
@@ -812,7 +812,7 @@ async fn cancellation_frees_the_seat_and_lists_follow_visibility() {
         .await
     );
     let cancelled = &ctx.events.of("registration.cancelled")[0];
-    assert_eq!(cancelled.data["event"]["title"], "Show");
+    assert_eq!(cancelled.data.value()["event"]["title"], "Show");
 }
 
 async fn my_entries(ctx: &Ctx, user: Uuid, event: &str) -> Vec<String> {
@@ -925,7 +925,7 @@ async fn waiting_list_hands_a_freed_seat_down_the_queue() {
             ctx.events
                 .of("waitlist.available")
                 .iter()
-                .any(|e| e.data["userId"] == b.to_string().as_str())
+                .any(|e| e.data.value()["userId"] == b.to_string().as_str())
         })
         .await
     );
@@ -1141,7 +1141,7 @@ async fn reminders_go_out_once_a_day_before() {
     assert_eq!(ctx.remind_due().await, 0, "once");
     assert!(eventually(5, || async { ctx.events.of("event.reminder").len() == 1 }).await);
     assert_eq!(
-        ctx.events.of("event.reminder")[0].data["eventId"],
+        ctx.events.of("event.reminder")[0].data.value()["eventId"],
         id.as_str()
     );
 }
@@ -1190,7 +1190,7 @@ async fn the_event_actor_sends_its_own_reminder() {
     assert!(eventually(15, || async { !ctx.events.of("event.reminder").is_empty() }).await);
     let reminders = ctx.events.of("event.reminder");
     assert_eq!(reminders.len(), 1);
-    assert_eq!(reminders[0].data["eventId"], event.as_str());
+    assert_eq!(reminders[0].data.value()["eventId"], event.as_str());
 }
 
 #[tokio::test]

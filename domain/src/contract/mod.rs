@@ -9,10 +9,9 @@ pub mod identity;
 pub mod payments;
 pub mod samples;
 
-use crate::envelope::Envelope;
+use crate::envelope::{Envelope, Payload};
 use crate::identity::mail_request::MailRequest;
 use crate::ids::{TenantId, UserId};
-use serde::{Deserialize, Serialize};
 
 /// Why a broker message is not a domain event we can read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -75,17 +74,17 @@ macro_rules! contract {
             }
 
             /// The payload as it travels in the envelope's `data`.
-            pub fn to_data(&self) -> serde_json::Value {
+            pub fn to_data(&self) -> Payload {
                 match self {
-                    $(DomainEvent::$variant(p) => to_data(p),)*
+                    $(DomainEvent::$variant(p) => Payload::of(p),)*
                 }
             }
 
             /// Reads the payload of an envelope of type `key`.
-            pub fn decode(key: &str, data: &serde_json::Value) -> Result<DomainEvent, ContractError> {
+            pub fn decode(key: &str, data: &Payload) -> Result<DomainEvent, ContractError> {
                 let kind = Kind::parse(key).ok_or_else(|| ContractError::Unknown(key.to_string()))?;
                 let decoded = match kind {
-                    $(Kind::$variant => <$payload>::deserialize(data).map(DomainEvent::$variant),)*
+                    $(Kind::$variant => data.decode::<$payload>().map(DomainEvent::$variant),)*
                 };
                 decoded.map_err(|e| ContractError::Malformed {
                     kind: key.to_string(),
@@ -169,11 +168,6 @@ contract! {
     "payment.refunded" => PaymentRefunded(payments::Payment),
 }
 
-/// Payloads are plain structs of strings, numbers and options: they always serialize.
-fn to_data<T: Serialize>(payload: &T) -> serde_json::Value {
-    serde_json::to_value(payload).unwrap_or_default()
-}
-
 impl Envelope {
     /// The envelope of a domain event happening now.
     pub fn of(event: &DomainEvent, tenant: Option<TenantId>, actor: Option<UserId>) -> Envelope {
@@ -222,17 +216,25 @@ mod tests {
         use serde_json::json;
         let id = "0190f6b0-0000-7000-8000-000000000001";
         // A provider's payment names little more than the registration.
-        let paid = DomainEvent::decode("payment.completed", &json!({"registrationId": id}));
+        let paid = DomainEvent::decode(
+            "payment.completed",
+            &Payload::from(json!({"registrationId": id})),
+        );
         assert!(matches!(paid, Ok(DomainEvent::PaymentCompleted(p)) if p.payment_id.is_none()));
         // An account deletion carried only the id and the flag.
-        let gone = DomainEvent::decode("user.updated", &json!({"userId": id, "deleted": true}));
+        let gone = DomainEvent::decode(
+            "user.updated",
+            &Payload::from(json!({"userId": id, "deleted": true})),
+        );
         assert!(matches!(gone, Ok(DomainEvent::UserUpdated(u)) if u.deleted && u.method.is_none()));
         // An offer from before the zone was in its summary.
         let offer = DomainEvent::decode(
             "waitlist.available",
-            &json!({"entryId": id, "eventId": id, "ticketTypeId": id, "userId": id,
+            &Payload::from(
+                json!({"entryId": id, "eventId": id, "ticketTypeId": id, "userId": id,
                     "email": null, "expiresAt": "2026-12-05T12:00:00Z",
                     "event": {"eventId": id, "title": "T", "startsAt": "2026-12-05T18:00:00Z", "slug": "t"}}),
+            ),
         );
         assert!(
             matches!(offer, Ok(DomainEvent::WaitlistAvailable(o)) if o.event.timezone.is_none())
@@ -240,13 +242,15 @@ mod tests {
         // A registration as the event service wrote it, nulls included.
         let created = DomainEvent::decode(
             "registration.created",
-            &json!({"registrationId": id, "eventId": id, "ticketTypeId": id, "userId": id,
+            &Payload::from(
+                json!({"registrationId": id, "eventId": id, "ticketTypeId": id, "userId": id,
                     "email": null, "firstName": "A", "lastName": "B", "confirmationCode": "ABCDEFGH",
                     "status": "CONFIRMED", "priceCents": 0, "currency": "RUB", "expiresAt": null,
                     "cancellationReason": null, "source": null,
                     "event": {"eventId": id, "title": "T", "startsAt": "2026-12-05T18:00:00Z",
                               "endsAt": null, "timezone": "UTC", "locationAddress": null,
                               "locationUrl": null, "slug": "t"}}),
+            ),
         );
         assert!(created.is_ok(), "{created:?}");
     }
@@ -254,10 +258,13 @@ mod tests {
     #[test]
     fn unknown_and_malformed_events_are_told_apart() {
         assert_eq!(
-            DomainEvent::decode("x.y", &serde_json::json!({})),
+            DomainEvent::decode("x.y", &Payload::from(serde_json::json!({}))),
             Err(ContractError::Unknown("x.y".into()))
         );
-        let malformed = DomainEvent::decode("group.created", &serde_json::json!({"name": 1}));
+        let malformed = DomainEvent::decode(
+            "group.created",
+            &Payload::from(serde_json::json!({"name": 1})),
+        );
         assert!(matches!(malformed, Err(ContractError::Malformed { .. })));
     }
 }

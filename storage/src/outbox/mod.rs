@@ -11,6 +11,8 @@ pub use relay::{Relay, RelayHandle};
 
 use crate::db::{DbError, Schema, Tx};
 use domain::envelope::Envelope;
+use serde_json::value::RawValue;
+use tokio_postgres::types::Json;
 
 /// Writes an event into the outbox of `schema` as part of `tx`. This process's relay is woken
 /// when the transaction commits (and never if it rolls back); relays of other processes find
@@ -31,7 +33,7 @@ pub async fn enqueue(tx: &Tx, schema: Schema, event: &Envelope) -> Result<(), Db
             &event.tenant_id.map(|t| t.as_uuid()),
             &event.actor_id.map(|u| u.as_uuid()),
             &event.occurred_at,
-            &event.data,
+            &Json(event.data.raw()),
         ],
     )
     .await?;
@@ -101,7 +103,7 @@ pub async fn enqueue_many(tx: &Tx, schema: Schema, events: &[Envelope]) -> Resul
         .map(|e| e.actor_id.map(|u| u.as_uuid()))
         .collect();
     let times: Vec<chrono::DateTime<chrono::Utc>> = events.iter().map(|e| e.occurred_at).collect();
-    let data: Vec<&serde_json::Value> = events.iter().map(|e| &e.data).collect();
+    let data: Vec<Json<&RawValue>> = events.iter().map(|e| Json(e.data.raw())).collect();
     tx.ring_on_commit(schema);
     let stmt = prepare_many(tx, schema).await?;
     tx.execute(&stmt, &[&ids, &types, &tenants, &actors, &times, &data])

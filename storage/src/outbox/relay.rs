@@ -4,13 +4,15 @@
 
 use crate::broker::Broker;
 use crate::db::{Database, DbError, Schema};
-use domain::envelope::Envelope;
+use domain::envelope::{Envelope, Payload};
 use domain::ids::{EventId, TenantId, UserId};
 use futures_util::FutureExt;
+use serde_json::value::RawValue;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
+use tokio_postgres::types::Json;
 
 /// Rows published per round; a full round is followed by another at once. A round's read
 /// walks past the index entries of the rows published before it until a vacuum removes them
@@ -217,7 +219,8 @@ pub(super) fn envelope(r: &tokio_postgres::Row) -> Envelope {
         tenant_id: r.get::<_, Option<uuid::Uuid>>(2).map(TenantId),
         actor_id: r.get::<_, Option<uuid::Uuid>>(3).map(UserId),
         occurred_at: r.get(4),
-        data: r.get(5),
+        // Read as text: the relay passes it on, each consumer decodes its own fields.
+        data: Payload::from_raw(r.get::<_, Json<Box<RawValue>>>(5).0),
     }
 }
 

@@ -99,21 +99,23 @@ async fn every_identity_event_reaches_the_broker() {
 
     let created = &ctx.events.of("organization.created")[0];
     assert_eq!(created.tenant_id.map(|t| t.to_string()), Some(org.clone()));
-    assert_eq!(created.data["ownerId"], owner.user_id.as_str());
-    assert!(created.data["slug"].is_string() && created.data["name"].is_string());
+    assert_eq!(created.data.value()["ownerId"], owner.user_id.as_str());
+    assert!(created.data.value()["slug"].is_string() && created.data.value()["name"].is_string());
     let added = &ctx.events.of("organization.member.added")[0];
-    assert_eq!(added.data["userId"], moderator.user_id.as_str());
-    assert_eq!(added.data["role"], "MODERATOR");
+    assert_eq!(added.data.value()["userId"], moderator.user_id.as_str());
+    assert_eq!(added.data.value()["role"], "MODERATOR");
     let joined = &ctx.events.of("group.member.added")[0];
-    assert_eq!(joined.data["groupId"], group.body["id"]);
-    assert_eq!(joined.data["organizationId"], org.as_str());
-    assert_eq!(joined.data["userId"], rejected.user_id.as_str());
+    assert_eq!(joined.data.value()["groupId"], group.body["id"]);
+    assert_eq!(joined.data.value()["organizationId"], org.as_str());
+    assert_eq!(joined.data.value()["userId"], rejected.user_id.as_str());
     assert_eq!(
-        ctx.events.of("organization.request.rejected")[0].data["reason"],
+        ctx.events.of("organization.request.rejected")[0]
+            .data
+            .value()["reason"],
         "no"
     );
     assert_eq!(
-        ctx.events.of("organization.deleted")[0].data["organizationId"],
+        ctx.events.of("organization.deleted")[0].data.value()["organizationId"],
         org.as_str()
     );
     // Four users registered in this scenario, each announced once.

@@ -107,7 +107,7 @@ async fn a_registration_sends_the_ticket_and_a_cancellation_reaches_every_partic
     let created = ctx.events.of("registration.created");
     let first = created
         .iter()
-        .find(|e| e.data["registrationId"] == codes[0].0.as_str())
+        .find(|e| e.data.value()["registrationId"] == codes[0].0.as_str())
         .unwrap()
         .clone();
     ctx.broker()

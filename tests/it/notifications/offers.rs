@@ -64,9 +64,13 @@ fn offer_deadline(ctx: &Ctx, user: &Session) -> String {
         .events
         .of("waitlist.available")
         .into_iter()
-        .find(|e| e.data["userId"] == user.user_id.as_str())
+        .find(|e| e.data.value()["userId"] == user.user_id.as_str())
         .expect("an offer was published");
-    let until: DateTime<Utc> = offer.data["expiresAt"].as_str().unwrap().parse().unwrap();
+    let until: DateTime<Utc> = offer.data.value()["expiresAt"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     format!(
         "{} UTC+10",
         (until + Duration::hours(10)).format("%-d %b %Y, %H:%M")
@@ -162,7 +166,7 @@ async fn an_offer_to_a_person_without_a_chat_arrives_by_mail_once() {
         .events
         .of("waitlist.available")
         .into_iter()
-        .find(|e| e.data["userId"] == ann.user_id.as_str())
+        .find(|e| e.data.value()["userId"] == ann.user_id.as_str())
         .unwrap();
     ctx.broker()
         .publish(std::slice::from_ref(&offer))

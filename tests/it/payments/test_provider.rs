@@ -110,9 +110,9 @@ async fn a_reserved_ticket_is_declined_then_paid_at_the_test_provider() {
     assert!(
         eventually(5, || async {
             ctx.events.of("payment.completed").iter().any(|e| {
-                e.data["registrationId"] == id.as_str()
-                    && e.data["channel"] == "WEBHOOK"
-                    && e.data["amountCents"] == 150000
+                e.data.value()["registrationId"] == id.as_str()
+                    && e.data.value()["channel"] == "WEBHOOK"
+                    && e.data.value()["amountCents"] == 150000
             })
         })
         .await
@@ -187,7 +187,7 @@ async fn a_reserved_ticket_is_declined_then_paid_at_the_test_provider() {
         ctx.events
             .of("payment.completed")
             .iter()
-            .filter(|e| e.data["registrationId"] == id.as_str())
+            .filter(|e| e.data.value()["registrationId"] == id.as_str())
             .count(),
         1,
         "one payment, however often it is told"
@@ -286,7 +286,7 @@ async fn a_cancelled_event_and_an_organizer_refund_give_the_money_back_once() {
             told.len() == 2
                 && told
                     .iter()
-                    .any(|e| e.data["registrationId"] == ids[1].as_str())
+                    .any(|e| e.data.value()["registrationId"] == ids[1].as_str())
         })
         .await,
         "each success is told once"
