@@ -131,20 +131,26 @@ impl<'de> Deserialize<'de> for Payload {
 }
 
 /// Whether a topic pattern (`*` one word, `#` zero or more words, as in AMQP) matches a
-/// routing key. The in-process broker uses it to route exactly like RabbitMQ does.
+/// routing key. The in-process broker uses it to route exactly like RabbitMQ does, for every
+/// event and queue, so it walks the words without collecting them.
 pub fn topic_matches(pattern: &str, key: &str) -> bool {
-    fn go(p: &[&str], k: &[&str]) -> bool {
-        match (p.first(), k.first()) {
-            (None, None) => true,
-            (Some(&"#"), _) => go(&p[1..], k) || (!k.is_empty() && go(p, &k[1..])),
-            (Some(&"*"), Some(_)) => go(&p[1..], &k[1..]),
-            (Some(a), Some(b)) if a == b => go(&p[1..], &k[1..]),
-            _ => false,
+    type Words<'a> = std::str::Split<'a, char>;
+    fn go(mut p: Words<'_>, mut k: Words<'_>) -> bool {
+        match p.next() {
+            None => k.next().is_none(),
+            Some("#") => loop {
+                if go(p.clone(), k.clone()) {
+                    return true;
+                }
+                if k.next().is_none() {
+                    return false;
+                }
+            },
+            Some("*") => k.next().is_some() && go(p, k),
+            Some(word) => k.next() == Some(word) && go(p, k),
         }
     }
-    let p: Vec<&str> = pattern.split('.').collect();
-    let k: Vec<&str> = key.split('.').collect();
-    go(&p, &k)
+    go(pattern.split('.'), key.split('.'))
 }
 
 #[cfg(test)]
@@ -163,6 +169,15 @@ mod tests {
         assert!(topic_matches("organization.#", "organization.member.added"));
         assert!(topic_matches("organization.#", "organization"));
         assert!(!topic_matches("event.*", "registration.created"));
+        assert!(topic_matches("#.created", "registration.created"));
+        assert!(topic_matches("#.created", "created"));
+        assert!(!topic_matches("#.created", "registration.created.late"));
+        assert!(topic_matches(
+            "registration.#.late",
+            "registration.created.late"
+        ));
+        assert!(!topic_matches("registration.created", "registration"));
+        assert!(!topic_matches("registration", "registration.created"));
     }
 
     #[test]

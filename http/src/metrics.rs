@@ -3,15 +3,14 @@
 
 use actors::cluster::Ownership;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{Method, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::http::{Method, StatusCode, header};
+use axum::response::IntoResponse;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
     TextEncoder,
 };
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::Duration;
 
 /// The metrics of one process.
 #[derive(Clone)]
@@ -175,30 +174,40 @@ fn method_label(method: &Method) -> &'static str {
     }
 }
 
-/// Middleware recording one request; `service` names the router it wraps.
-pub async fn record(
-    State((metrics, service)): State<(Metrics, &'static str)>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let method = method_label(request.method());
-    // A route template, never the path as sent: labels must not grow with what clients send.
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "unmatched".into());
-    let started = Instant::now();
-    let response = next.run(request).await;
-    metrics
-        .requests
-        .with_label_values(&[service, method, &route, response.status().as_str()])
-        .inc();
-    metrics
-        .latency
-        .with_label_values(&[service, method, &route])
-        .observe(started.elapsed().as_secs_f64());
-    response
+/// What a request is counted under, taken before it is handled.
+pub struct Counted {
+    method: &'static str,
+    /// A route template, never the path as sent: labels must not grow with what clients send.
+    route: Option<MatchedPath>,
+}
+
+impl Counted {
+    /// The method and route template of `request`.
+    pub fn of(request: &Request) -> Counted {
+        Counted {
+            method: method_label(request.method()),
+            route: request.extensions().get::<MatchedPath>().cloned(),
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts one answered request of the router named `service`.
+    pub fn record(
+        &self,
+        service: &'static str,
+        counted: Counted,
+        status: StatusCode,
+        elapsed: Duration,
+    ) {
+        let route = counted.route.as_ref().map_or("unmatched", |p| p.as_str());
+        self.requests
+            .with_label_values(&[service, counted.method, route, status.as_str()])
+            .inc();
+        self.latency
+            .with_label_values(&[service, counted.method, route])
+            .observe(elapsed.as_secs_f64());
+    }
 }
 
 /// `GET /metrics`.

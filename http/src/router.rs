@@ -33,7 +33,10 @@ pub fn api_routes(service: Service, state: &AppState) -> Router<AppState> {
                 },
                 crate::idempotency::layer,
             ))
-            .merge(retried(crate::events::self_idempotent_routes()))
+            // Not `retried`: a seat request's lock races are its ticket type's actor's, which
+            // runs its group commit again itself; holding the body and copying the request
+            // for a replay would cost every seat request and never replay one.
+            .merge(crate::events::self_idempotent_routes())
             // Outermost: a request for an event of a shard held elsewhere goes there as it is.
             .layer(axum::middleware::from_fn_with_state(
                 state.clone(),
@@ -61,12 +64,8 @@ fn finish(router: Router<AppState>, state: AppState, name: &'static str) -> Rout
             "/metrics",
             get(metrics::serve).with_state(metrics_state.clone()),
         )
-        .with_state(state)
-        .layer(middleware::from_fn_with_state(
-            (metrics_state, name),
-            metrics::record,
-        ));
-    conventions::layers(router, body_limit)
+        .with_state(state);
+    conventions::layers(router, body_limit, Some((metrics_state, name)))
 }
 
 /// The router a service listens with on its own port: it answers only requests signed by a
