@@ -293,7 +293,7 @@ async fn six_processes_against_sixty_connections_answer_no_500_and_store_every_2
         .as_str()
         .unwrap_or_default();
     assert!(
-        warning.contains("230") && warning.contains(&ROLE_LIMIT.to_string()),
+        warning.contains("231") && warning.contains(&ROLE_LIMIT.to_string()),
         "readiness warns: {ready}"
     );
     let sales_a = sales(&http, &gateway, 400).await;
