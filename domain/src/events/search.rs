@@ -33,17 +33,20 @@ impl RegistrationSearch {
     /// the database lower-cases them as it lower-cased the stored fields, so both sides follow
     /// one rule.
     pub fn parse(raw: &str) -> Result<Option<RegistrationSearch>, FieldError> {
-        let term = raw.trim();
-        if term.is_empty() {
-            return Ok(None);
-        }
-        if term.chars().count() > MAX_SEARCH_CHARS {
+        // Judged as sent, before trimming: a vertical tab or a line feed at either end is a
+        // control character like any other (trimming takes them as spaces), and the limit
+        // is the parameter's, as the API document states it.
+        if raw.chars().count() > MAX_SEARCH_CHARS {
             return Err(FieldError::TooLong {
                 max: MAX_SEARCH_CHARS,
             });
         }
-        if term.chars().any(char::is_control) {
+        if raw.chars().any(char::is_control) {
             return Err(FieldError::InvalidFormat);
+        }
+        let term = raw.trim();
+        if term.is_empty() {
+            return Ok(None);
         }
         let typed: Vec<&str> = term.split_whitespace().collect();
         let whole = (typed.len() > 1).then(|| typed.join(" "));
@@ -162,6 +165,22 @@ mod tests {
             RegistrationSearch::parse("a\u{0}b"),
             Err(FieldError::InvalidFormat)
         );
+        // Trimming would take these for spaces: at either end they are refused all the same
+        // (schemathesis sent "…9\u{b}" and was answered 200).
+        for edge in ["Anna\u{b}", "\nAnna", "Anna\t", "\u{85}Anna"] {
+            assert_eq!(
+                RegistrationSearch::parse(edge),
+                Err(FieldError::InvalidFormat),
+                "{edge:?}"
+            );
+        }
+        // The limit counts what was sent, spaces included.
+        let padded = format!("{} ", "a".repeat(MAX_SEARCH_CHARS));
+        assert!(matches!(
+            RegistrationSearch::parse(&padded),
+            Err(FieldError::TooLong { .. })
+        ));
+        assert_eq!(RegistrationSearch::parse("   "), Ok(None));
     }
 
     #[test]
