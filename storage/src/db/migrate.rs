@@ -471,6 +471,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                     "../../../migrations/event_service/V16__registrations_parents_checked_by_the_seat_lock.sql"
                 ),
             ),
+            (
+                "V17__room_for_new_versions",
+                include_str!("../../../migrations/event_service/V17__room_for_new_versions.sql"),
+            ),
         ],
         Schema::MediaService => &[
             (
