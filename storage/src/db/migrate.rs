@@ -475,6 +475,12 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V17__room_for_new_versions",
                 include_str!("../../../migrations/event_service/V17__room_for_new_versions.sql"),
             ),
+            (
+                "V18__ticket_types_visible_after_the_tenant",
+                include_str!(
+                    "../../../migrations/event_service/V18__ticket_types_visible_after_the_tenant.sql"
+                ),
+            ),
         ],
         Schema::MediaService => &[
             (
