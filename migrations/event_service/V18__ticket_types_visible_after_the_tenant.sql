@@ -7,8 +7,7 @@
 -- registration (0.015 of about 0.3 ms), and the hash grew with the events stored
 -- (bench/README.md). The cheap checks now come first inside this policy too, so whichever order
 -- the two policies are joined in, the subquery runs only for a reader the tenant check did not
--- already admit. Who may read what is unchanged:
--- the first two tests are the tenant policy's own.
+-- already admit. Who may read what is unchanged: the first two tests are the tenant policy's own.
 ALTER POLICY ticket_types_visible ON event_service.ticket_types
     USING (tenant_id = nullif(current_setting('app.tenant_id', true), '')::uuid
            OR current_setting('app.system', true) = 'on'
