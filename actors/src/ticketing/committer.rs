@@ -9,17 +9,20 @@
 //! flushes again), so two transactions never hold the same ticket type's row.
 //!
 //! A worker that finds only a few batches ready while another worker's transaction is still
-//! in flight waits for more (at most `LINGER`, and no longer than something is in flight):
-//! its commit would follow that one's anyway, and PostgreSQL's cost is per transaction (the
-//! lease check, the statements, the commit), so a node of many small actors makes fewer,
-//! larger transactions. With nothing in flight a batch goes at once, so a quiet node or a
-//! single ticket type waits for nothing.
+//! in flight waits for more (at most `LINGER`): its commit would follow that one's anyway,
+//! and what a transaction costs is mostly per transaction (the lease check, the statements,
+//! the round trips, the commit), in PostgreSQL and in the node alike, so a node of many small
+//! actors makes fewer, larger transactions. Once nothing is in flight it waits only for the
+//! ticket types that sold lately and are not yet in its transaction: their actors send their
+//! next batches as soon as they are answered. With nothing in flight when it took its first
+//! batch a worker goes at once, so a quiet node or a single ticket type waits for nothing.
 
 use chrono::{DateTime, Utc};
 use domain::ids::TenantId;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use storage::Database;
 use storage::cluster::Fence;
 use storage::db::contention;
@@ -37,9 +40,15 @@ const FEW_BATCHES: usize = 8;
 /// Most threads of the committer's runtime (its workers mostly wait for PostgreSQL).
 const MOST_THREADS: usize = 4;
 
-/// The longest a worker waits for more batches: short against a transaction's own time (a
-/// WAL flush and a few round trips) and against the answer's budget.
-const LINGER: Duration = Duration::from_millis(3);
+/// The longest a worker waits for more batches: short against the answer's budget. Measured
+/// on events nodes capped at a tenth of a core, where a node's CPU is what sells: with 3 ms
+/// three nodes made a transaction of 9 registrations on average and sold 2.3 times what one
+/// sold; waiting up to 30 ms for enough batches, 12 and 2.8 times (bench/README.md).
+const LINGER: Duration = Duration::from_millis(30);
+
+/// How long a ticket type counts as selling after its last batch: long against the time an
+/// actor takes to send its next batch once answered, short against a sale.
+const SELLING: Duration = Duration::from_millis(250);
 
 /// A batch's requests, handed back, and its answers.
 pub type Answer = (Vec<SeatRequest>, storage::Result<Vec<SeatOutcome>>);
@@ -162,7 +171,10 @@ fn run(db: Database, ready: mpsc::UnboundedReceiver<Submitted>, workers: usize) 
         // process's connections by `domain::connections::fixed`.
         let size = domain::connections::committer_pool(u32::try_from(workers).unwrap_or(u32::MAX));
         let db = db.separate(size as usize).unwrap_or(db);
-        let ready = Arc::new(Mutex::new(ready));
+        let ready = Arc::new(Mutex::new(Queue {
+            ready,
+            selling: Selling::default(),
+        }));
         let flights = Arc::new(Flights::default());
         let workers: Vec<_> = (0..workers)
             .map(|_| tokio::spawn(work(db.clone(), ready.clone(), flights.clone())))
@@ -175,68 +187,124 @@ fn run(db: Database, ready: mpsc::UnboundedReceiver<Submitted>, workers: usize) 
 
 /// A worker: takes whatever batches are ready (waiting for the first, and a moment for more
 /// when few are ready while another transaction is in flight), commits them together and
-/// answers each. The wait ends as soon as the transactions in flight have ended.
-async fn work(
-    db: Database,
-    ready: Arc<Mutex<mpsc::UnboundedReceiver<Submitted>>>,
-    flights: Arc<Flights>,
-) {
+/// answers each. With few ticket types selling, the wait ends as soon as the transactions in
+/// flight have ended.
+async fn work(db: Database, queue: Arc<Mutex<Queue>>, flights: Arc<Flights>) {
     loop {
         let (taken, _counted) = {
-            let mut ready = ready.lock().await;
-            let Some(first) = ready.recv().await else {
+            let mut queue = queue.lock().await;
+            let Some(first) = queue.ready.recv().await else {
                 return;
             };
             let mut taken = vec![first];
-            take_ready(&mut ready, &mut taken);
+            take_ready(&mut queue.ready, &mut taken);
             let until = tokio::time::Instant::now() + LINGER;
-            while taken.len() < FEW_BATCHES {
+            // Only a worker that found a transaction under way waits: its commit would have
+            // followed that one's anyway.
+            let behind = flights.count.load(Ordering::Acquire) > 0;
+            while behind && taken.len() < FEW_BATCHES {
                 // Registered before the count is read, so an end between the two still wakes.
                 let ended = flights.ended.notified();
                 tokio::pin!(ended);
                 ended.as_mut().enable();
-                if flights.count.load(Ordering::Acquire) == 0 {
+                // Ticket types that sold lately and are neither in flight nor taken: their
+                // actors send their next batches as soon as they are answered.
+                let coming = queue
+                    .selling
+                    .count()
+                    .saturating_sub(flights.batches.load(Ordering::Acquire) + taken.len());
+                if flights.count.load(Ordering::Acquire) == 0 && coming == 0 {
                     break;
                 }
                 tokio::select! {
-                    next = tokio::time::timeout_at(until, ready.recv()) => match next {
+                    next = tokio::time::timeout_at(until, queue.ready.recv()) => match next {
                         Ok(Some(next)) => {
                             taken.push(next);
-                            take_ready(&mut ready, &mut taken);
+                            take_ready(&mut queue.ready, &mut taken);
                         }
                         Ok(None) | Err(_) => break,
                     },
                     () = &mut ended => {}
                 }
             }
+            queue.selling.saw(taken.iter().map(|s| s.ticket_type));
             // Counted before the next worker may look.
-            (taken, InFlight::enter(&flights))
+            let counted = InFlight::enter(&flights, taken.len());
+            (taken, counted)
         };
         commit_together(&db, taken).await;
     }
 }
 
-/// The workers' transactions under way, and a bell rung when one ends.
+/// The batches waiting for a worker, and which ticket types are selling; a worker holds it
+/// while it gathers a transaction's batches.
+struct Queue {
+    ready: mpsc::UnboundedReceiver<Submitted>,
+    selling: Selling,
+}
+
+/// The ticket types whose batches the committer took lately, and when.
+#[derive(Default)]
+struct Selling {
+    last: HashMap<Uuid, Instant>,
+    forgotten_at: Option<Instant>,
+}
+
+impl Selling {
+    /// Notes the ticket types of a transaction; forgets, at most once every `SELLING`, those
+    /// not seen for that long, so the map holds only the types of the last two such spans.
+    fn saw(&mut self, types: impl Iterator<Item = Uuid>) {
+        let now = Instant::now();
+        for ticket_type in types {
+            self.last.insert(ticket_type, now);
+        }
+        if self
+            .forgotten_at
+            .is_none_or(|at| now.duration_since(at) >= SELLING)
+        {
+            self.last
+                .retain(|_, seen| now.duration_since(*seen) < SELLING);
+            self.forgotten_at = Some(now);
+        }
+    }
+
+    /// How many ticket types sold lately (within one to two `SELLING` spans).
+    fn count(&self) -> usize {
+        self.last.len()
+    }
+}
+
+/// The workers' transactions under way, the batches they carry, and a bell rung when one
+/// ends.
 #[derive(Default)]
 struct Flights {
     count: AtomicUsize,
+    batches: AtomicUsize,
     ended: Notify,
 }
 
-/// One transaction counted in flight while it lives (released on unwind too).
-struct InFlight<'a>(&'a Flights);
+/// One transaction counted in flight, with its batches, while it lives (released on unwind
+/// too).
+struct InFlight<'a> {
+    flights: &'a Flights,
+    batches: usize,
+}
 
 impl<'a> InFlight<'a> {
-    fn enter(flights: &'a Flights) -> InFlight<'a> {
+    fn enter(flights: &'a Flights, batches: usize) -> InFlight<'a> {
+        flights.batches.fetch_add(batches, Ordering::AcqRel);
         flights.count.fetch_add(1, Ordering::AcqRel);
-        InFlight(flights)
+        InFlight { flights, batches }
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.count.fetch_sub(1, Ordering::AcqRel);
-        self.0.ended.notify_waiters();
+        self.flights.count.fetch_sub(1, Ordering::AcqRel);
+        self.flights
+            .batches
+            .fetch_sub(self.batches, Ordering::AcqRel);
+        self.flights.ended.notify_waiters();
     }
 }
 
@@ -291,4 +359,33 @@ async fn alone(db: &Database, s: Submitted) {
     })
     .await;
     let _ = s.reply.send((s.requests, outcome));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ticket_type_counts_as_selling_once_however_many_batches_it_sent() {
+        let mut selling = Selling::default();
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        selling.saw([a, b, a].into_iter());
+        selling.saw([a].into_iter());
+        assert_eq!(selling.count(), 2);
+    }
+
+    #[test]
+    fn ticket_types_not_seen_for_a_while_are_forgotten() {
+        let mut selling = Selling::default();
+        let old = Uuid::now_v7();
+        selling.saw([old].into_iter());
+        // As if `old` sold two spans ago and nothing was forgotten since.
+        let long_ago = Instant::now() - 2 * SELLING;
+        selling.last.insert(old, long_ago);
+        selling.forgotten_at = Some(long_ago);
+        let new = Uuid::now_v7();
+        selling.saw([new].into_iter());
+        assert_eq!(selling.count(), 1);
+        assert!(selling.last.contains_key(&new));
+    }
 }
