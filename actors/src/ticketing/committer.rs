@@ -40,10 +40,10 @@ const FEW_BATCHES: usize = 8;
 /// Most threads of the committer's runtime (its workers mostly wait for PostgreSQL).
 const MOST_THREADS: usize = 4;
 
-/// The longest a worker waits for more batches: short against the answer's budget. Measured
-/// on events nodes capped at a tenth of a core, where a node's CPU is what sells: with 3 ms
-/// three nodes made a transaction of 9 registrations on average and sold 2.3 times what one
-/// sold; waiting up to 30 ms for enough batches, 12 and 2.8 times (bench/README.md).
+/// The longest a worker waits for more batches: short against the answer's budget. On events
+/// nodes capped at a tenth of a core, where the node's own CPU is what sells, three nodes'
+/// transactions carried 8-10 registrations with a wait of at most 3 ms that ended with the
+/// transactions in flight, and 11-12 with this (bench/README.md).
 const LINGER: Duration = Duration::from_millis(30);
 
 /// How long a ticket type counts as selling after its last batch: long against the time an
