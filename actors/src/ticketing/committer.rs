@@ -171,13 +171,13 @@ fn run(db: Database, ready: mpsc::UnboundedReceiver<Submitted>, workers: usize) 
         // process's connections by `domain::connections::fixed`.
         let size = domain::connections::committer_pool(u32::try_from(workers).unwrap_or(u32::MAX));
         let db = db.separate(size as usize).unwrap_or(db);
-        let ready = Arc::new(Mutex::new(Queue {
+        let queue = Arc::new(Mutex::new(Queue {
             ready,
             selling: Selling::default(),
         }));
         let flights = Arc::new(Flights::default());
         let workers: Vec<_> = (0..workers)
-            .map(|_| tokio::spawn(work(db.clone(), ready.clone(), flights.clone())))
+            .map(|_| tokio::spawn(work(db.clone(), queue.clone(), flights.clone())))
             .collect();
         for worker in workers {
             let _ = worker.await;
@@ -187,8 +187,8 @@ fn run(db: Database, ready: mpsc::UnboundedReceiver<Submitted>, workers: usize) 
 
 /// A worker: takes whatever batches are ready (waiting for the first, and a moment for more
 /// when few are ready while another transaction is in flight), commits them together and
-/// answers each. With few ticket types selling, the wait ends as soon as the transactions in
-/// flight have ended.
+/// answers each. Once nothing is in flight, the wait goes on only for the ticket types that
+/// sold lately and are not in this transaction.
 async fn work(db: Database, queue: Arc<Mutex<Queue>>, flights: Arc<Flights>) {
     loop {
         let (taken, _counted) = {
