@@ -376,13 +376,17 @@ async fn write<'r>(
         chosen.push(seats);
     }
 
-    // The writes run their cached generic plans from here on (again, if the person probe
-    // took the default back): a custom plan for the arrays of a small transaction was planned
-    // again every time (2 ms for the insert under row level security, against 1.5 ms to run
-    // it), and their generic plans have no index to get wrong (docs/decisions.md).
+    // The writes run their cached generic plans (asked for again only if the person probe
+    // took the default back; the transaction began with them): a custom plan for the arrays
+    // of a small transaction was planned again every time (2 ms for the insert under row
+    // level security, against 1.5 ms to run it), and their generic plans have no index to get
+    // wrong (docs/decisions.md).
     // The idempotency records' and the outbox's statements are prepared here too, on a new
     // connection, so that they go out at once with the commit behind them (`attempt`).
     let generic = async {
+        if !read.default_plans {
+            return Ok(());
+        }
         tx.batch_execute(GENERIC_PLANS)
             .await
             .map_err(crate::Error::from)

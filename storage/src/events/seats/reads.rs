@@ -49,6 +49,9 @@ pub(super) struct Read {
     pub offers: Offers,
     pub people: People,
     pub answered: Answered,
+    /// Whether the person probe gave the transaction PostgreSQL's own choice of plans back
+    /// (the writes then ask for generic plans again).
+    pub default_plans: bool,
 }
 
 /// Reads, in one round trip of three pipelined statements, what the batches need (`offers`
@@ -71,7 +74,8 @@ pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
     let (offers, answered) =
         tokio::join!(offers(tx, batches), answered(tx, &tenants, &users, &keys));
     let (offers, answered) = (offers?, answered?);
-    let people = if needs_people(batches, &offers) {
+    let default_plans = needs_people(batches, &offers);
+    let people = if default_plans {
         let events: Vec<Uuid> = requests().map(|(_, r)| r.event).collect();
         // PostgreSQL's own choice of plan: a generic plan made while a sale's table is nearly
         // empty probes people by event alone (docs/decisions.md). Pipelined with the probe.
@@ -90,6 +94,7 @@ pub(super) async fn read(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Read> {
         offers,
         people,
         answered,
+        default_plans,
     })
 }
 
