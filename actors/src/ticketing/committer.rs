@@ -201,7 +201,7 @@ async fn work(db: Database, queue: Arc<Mutex<Queue>>, flights: Arc<Flights>) {
             let until = tokio::time::Instant::now() + LINGER;
             // Only a worker that found a transaction under way waits: its commit would have
             // followed that one's anyway.
-            let behind = flights.count.load(Ordering::Acquire) > 0;
+            let behind = flights.batches.load(Ordering::Acquire) > 0;
             while behind && taken.len() < FEW_BATCHES {
                 // Registered before the count is read, so an end between the two still wakes.
                 let ended = flights.ended.notified();
@@ -209,11 +209,12 @@ async fn work(db: Database, queue: Arc<Mutex<Queue>>, flights: Arc<Flights>) {
                 ended.as_mut().enable();
                 // Ticket types that sold lately and are neither in flight nor taken: their
                 // actors send their next batches as soon as they are answered.
+                let in_flight = flights.batches.load(Ordering::Acquire);
                 let coming = queue
                     .selling
                     .count()
-                    .saturating_sub(flights.batches.load(Ordering::Acquire) + taken.len());
-                if flights.count.load(Ordering::Acquire) == 0 && coming == 0 {
+                    .saturating_sub(in_flight + taken.len());
+                if in_flight == 0 && coming == 0 {
                     break;
                 }
                 tokio::select! {
@@ -274,11 +275,10 @@ impl Selling {
     }
 }
 
-/// The workers' transactions under way, the batches they carry, and a bell rung when one
-/// ends.
+/// The batches of the workers' transactions under way (none exactly when no transaction is,
+/// a transaction carrying at least one), and a bell rung when one ends.
 #[derive(Default)]
 struct Flights {
-    count: AtomicUsize,
     batches: AtomicUsize,
     ended: Notify,
 }
@@ -293,14 +293,12 @@ struct InFlight<'a> {
 impl<'a> InFlight<'a> {
     fn enter(flights: &'a Flights, batches: usize) -> InFlight<'a> {
         flights.batches.fetch_add(batches, Ordering::AcqRel);
-        flights.count.fetch_add(1, Ordering::AcqRel);
         InFlight { flights, batches }
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.flights.count.fetch_sub(1, Ordering::AcqRel);
         self.flights
             .batches
             .fetch_sub(self.batches, Ordering::AcqRel);
