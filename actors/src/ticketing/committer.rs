@@ -5,8 +5,9 @@
 //! A few workers take turns, so several such transactions are in flight at once (their
 //! flushes overlap) and none of them waits for a global lock.
 //!
-//! Each actor still has at most one batch here at a time (it waits for the answer before it
-//! flushes again), so two transactions never hold the same ticket type's row.
+//! Each ticket type still has at most one batch here at a time (its actor's flusher waits for
+//! the answer before it takes the next), so two transactions never hold the same ticket
+//! type's row.
 //!
 //! A worker that finds only a few batches ready while another worker's transaction is still
 //! in flight waits for more (at most `LINGER`): its commit would follow that one's anyway,
@@ -73,6 +74,8 @@ pub struct Stopped;
 pub struct Committer {
     db: Database,
     queue: mpsc::UnboundedSender<Submitted>,
+    /// The committer's runtime, where the ticket-type actors' flushers run too.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Committer {
@@ -88,14 +91,26 @@ impl Committer {
     pub fn start(db: Database, workers: usize) -> Committer {
         let (queue, ready) = mpsc::unbounded_channel();
         let own = db.clone();
+        let (started, handle) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("seat-committer".into())
-            .spawn(move || run(own, ready, workers.max(1)));
-        if let Err(e) = thread {
-            // The receiver went with the closure: every batch is committed by its actor.
-            tracing::error!(error = %e, "the seat committer's thread did not start");
-        }
-        Committer { db, queue }
+            .spawn(move || run(own, ready, workers.max(1), started));
+        let runtime = match thread {
+            Ok(_) => handle.recv().ok(),
+            Err(e) => {
+                // The receiver went with the closure: every batch is committed by its actor.
+                tracing::error!(error = %e, "the seat committer's thread did not start");
+                None
+            }
+        };
+        Committer { db, queue, runtime }
+    }
+
+    /// The committer's runtime, when it started: the ticket-type actors' flushers run on it,
+    /// so a flusher answered by a worker sends its type's next batch at once rather than
+    /// behind every HTTP connection ready on the request runtime at that moment.
+    pub fn runtime(&self) -> Option<&tokio::runtime::Handle> {
+        self.runtime.as_ref()
     }
 
     /// Commits one ticket type's batch, possibly with other ticket types' batches, and
@@ -148,7 +163,12 @@ pub fn when_idle(hook: fn()) {
 }
 
 /// The committer's thread: its runtime, its pool and its workers, until the queue closes.
-fn run(db: Database, ready: mpsc::UnboundedReceiver<Submitted>, workers: usize) {
+fn run(
+    db: Database,
+    ready: mpsc::UnboundedReceiver<Submitted>,
+    workers: usize,
+    started: std::sync::mpsc::SyncSender<tokio::runtime::Handle>,
+) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers.min(MOST_THREADS))
         .thread_name("seat-committer")
@@ -166,6 +186,7 @@ fn run(db: Database, ready: mpsc::UnboundedReceiver<Submitted>, workers: usize) 
             return;
         }
     };
+    let _ = started.send(runtime.handle().clone());
     runtime.block_on(async move {
         // Made here, so its connections and their I/O belong to this runtime; counted in the
         // process's connections by `domain::connections::fixed`.

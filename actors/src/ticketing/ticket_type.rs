@@ -1,10 +1,15 @@
-//! The actor of one ticket type (ractor). Seat requests queue in its mailbox; the first of a
-//! run asks the actor to flush, and by the time that flush message is handled every request
-//! that arrived meanwhile is pending too: they are judged against one locked row and committed
-//! together (group commit, through the node's committer, which may put several ticket types'
-//! batches in one transaction), then each gets its answer. Its reservations expire through the
-//! node's reservation timer, which the actor tells of every new deadline: one mechanism for
-//! every deadline, whether or not an actor runs.
+//! The actor of one ticket type (ractor). Seat requests come through its mailbox into its
+//! line; the first of a run asks the actor to flush, and by the time that flush message is
+//! handled every request that arrived meanwhile is in the line too. They are judged against
+//! one locked row and committed together (group commit, through the node's committer, which
+//! may put several ticket types' batches in one transaction), then each gets its answer.
+//! A short line the actor commits itself. A long one (a type selling without pause) gets a
+//! flusher on the committer's runtime, which hands each batch's answers to the actor and takes
+//! what arrived meanwhile at once, until the line is empty: the type's next batch follows its
+//! last commit without waiting for the actor's turn on the request runtime, behind every HTTP
+//! connection ready there. Its reservations expire through the node's reservation timer, which
+//! is told of every new deadline: one mechanism for every deadline, whether or not an actor
+//! runs.
 
 use super::committer::Committer;
 use super::registry::TicketingError;
@@ -14,8 +19,8 @@ use chrono::{DateTime, Utc};
 use domain::clock::Clock;
 use domain::events::seats::SeatRefusal;
 use domain::ids::TenantId;
-use ractor::{Actor, ActorProcessingErr, ActorRef};
-use std::sync::Arc;
+use ractor::{Actor, ActorProcessingErr, ActorRef, ActorStatus, MessagingErr};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use storage::Database;
 use storage::cluster::Fence;
@@ -34,6 +39,9 @@ pub struct Job {
     pub reply: Reply,
 }
 
+/// The answers of one batch, each with where it goes.
+pub type Answers = Vec<(Reply, Result<SeatOutcome, TicketingError>)>;
+
 /// What a ticket-type actor is told.
 // Nearly every message is a seat request: boxing it would cost an allocation per seat to
 // shrink the rare others.
@@ -41,8 +49,12 @@ pub struct Job {
 pub enum TicketTypeMsg {
     /// Someone asks for a seat.
     Seat(Job),
-    /// Commit what is pending.
+    /// Commit what waits in the line.
     Flush,
+    /// A batch's answers, from the flusher.
+    Answered(Answers),
+    /// The flusher's write was refused: the shard moved.
+    Fenced(TicketingError),
     /// Stop if nothing happened for the idle time (else look again when it would be up).
     Idle,
 }
@@ -69,13 +81,26 @@ pub struct TicketTypeArgs {
     pub deadlines: Deadlines,
 }
 
+/// The requests waiting for a commit: the actor adds to it, its flusher takes from it.
+#[derive(Default)]
+struct Line {
+    jobs: Vec<Job>,
+    /// A flush was asked for, or the flusher runs: one batch of the type at a time.
+    flushing: bool,
+}
+
+type SharedLine = Arc<Mutex<Line>>;
+
+fn lock(line: &SharedLine) -> MutexGuard<'_, Line> {
+    line.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The actor's state.
 pub struct TicketTypeState {
     args: TicketTypeArgs,
     /// The owning tenant; None when the ticket type does not exist.
     tenant: Option<TenantId>,
-    pending: Vec<Job>,
-    flush_queued: bool,
+    line: SharedLine,
     /// When the last request came (one idle timer per actor reads it, not one per request).
     last_active: Instant,
 }
@@ -97,8 +122,7 @@ impl Actor for TicketTypeActor {
         let state = TicketTypeState {
             args,
             tenant,
-            pending: Vec::new(),
-            flush_queued: false,
+            line: SharedLine::default(),
             last_active: Instant::now(),
         };
         myself.send_after(state.args.idle, || TicketTypeMsg::Idle);
@@ -118,14 +142,16 @@ impl Actor for TicketTypeActor {
                     let _ = job.reply.send(Ok(SeatOutcome::NotFound));
                     return Ok(());
                 }
-                state.pending.push(job);
-                if !state.flush_queued {
-                    state.flush_queued = true;
+                let flush = {
+                    let mut line = lock(&state.line);
+                    line.jobs.push(job);
+                    !std::mem::replace(&mut line.flushing, true)
+                };
+                if flush {
                     myself.send_message(TicketTypeMsg::Flush)?;
                 }
             }
             TicketTypeMsg::Flush => {
-                state.flush_queued = false;
                 #[cfg(feature = "faults")]
                 if crate::faults::take_flush_panic(state.args.ticket_type) {
                     panic!(
@@ -133,13 +159,21 @@ impl Actor for TicketTypeActor {
                         state.args.ticket_type
                     );
                 }
-                if let Err(moved) = flush(state).await {
-                    fenced(&myself, state, &moved);
+                flush(&myself, state).await;
+            }
+            TicketTypeMsg::Answered(answers) => {
+                for (reply, outcome) in answers {
+                    let _ = reply.send(outcome);
                 }
             }
+            TicketTypeMsg::Fenced(why) => fenced(&myself, state, &why),
             TicketTypeMsg::Idle => {
                 let left = super::idle_left(state.last_active.elapsed(), state.args.idle);
-                if left.is_none() && state.pending.is_empty() {
+                let quiet = {
+                    let line = lock(&state.line);
+                    line.jobs.is_empty() && !line.flushing
+                };
+                if left.is_none() && quiet {
                     myself.stop(Some("idle".into()));
                 } else {
                     myself.send_after(left.unwrap_or(state.args.idle), || TicketTypeMsg::Idle);
@@ -150,47 +184,141 @@ impl Actor for TicketTypeActor {
     }
 }
 
-/// The database refused a write: the shard's lease moved on. What is pending goes back as
-/// moved (its new owner answers) and the actor stops, timers and all.
+/// The database refused a write: the shard's lease moved on. What waits goes back as moved
+/// (its new owner answers) and the actor stops, timers and all.
 fn fenced(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState, why: &TicketingError) {
     state.args.owner.count_fenced();
     tracing::warn!(ticket_type = %state.args.ticket_type, error = %why, "write refused: the shard moved; actor stops");
-    for job in state.pending.drain(..) {
+    let jobs = std::mem::take(&mut lock(&state.line).jobs);
+    for job in jobs {
         let _ = job.reply.send(Err(why.clone()));
     }
     myself.stop(Some("fenced".into()));
 }
 
-/// Commits everything pending, `batch` requests at a time, and answers each request. A
-/// refused fence ends the flush: the jobs of that batch and the rest are for the new owner.
-async fn flush(state: &mut TicketTypeState) -> Result<(), TicketingError> {
+/// Requests waiting in a line from which it is committed by a flusher on the committer's
+/// runtime: a type that sells without pause, whose next batch should follow its last commit at
+/// once. A shorter line is committed by the actor itself, on the request runtime, where its
+/// requests arrive: handing a run of one or two requests to the other runtime and its answers
+/// back cost more CPU than the wait it saved (bench/README.md).
+const HOT_LINE: usize = 16;
+
+/// Commits what waits in the line: a hot line by a flusher of its own on the committer's
+/// runtime (until the line is empty), a cold one here.
+async fn flush(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
     let Some(tenant) = state.tenant else {
-        return Ok(());
+        return;
     };
-    let (db, ticket_type) = (state.args.db.clone(), state.args.ticket_type);
-    let fence = state.args.fence.clone();
-    let batch = state.args.batch.max(1);
-    while !state.pending.is_empty() {
-        let take = state.pending.len().min(batch);
-        let (requests, replies): (Vec<SeatRequest>, Vec<Reply>) = state
-            .pending
-            .drain(..take)
-            .map(|job| (job.request, job.reply))
-            .unzip();
-        let now = state.args.clock.now();
-        let started = std::time::Instant::now();
-        let submitted = state
-            .args
-            .committer
-            .commit(tenant, ticket_type, fence.clone(), requests, now)
-            .await;
-        let Ok((requests, committed)) = submitted else {
-            for reply in replies {
-                let _ = reply.send(Err(TicketingError::Failed(
-                    "the commit of this request was interrupted".into(),
-                )));
+    let args = &state.args;
+    let flusher = Flusher {
+        actor: myself.clone(),
+        line: state.line.clone(),
+        tenant,
+        db: args.db.clone(),
+        clock: args.clock.clone(),
+        ticket_type: args.ticket_type,
+        batch: args.batch.max(1),
+        fence: args.fence.clone(),
+        committer: args.committer.clone(),
+        deadlines: args.deadlines.clone(),
+    };
+    let waiting = lock(&state.line).jobs.len();
+    if let Some(runtime) = args.committer.runtime().filter(|_| waiting >= HOT_LINE) {
+        drop(runtime.spawn(flusher.run()));
+        return;
+    }
+    // While the actor waits here, new requests wait in its mailbox: the line holds only what
+    // was there when the flush began.
+    while let Some(jobs) = flusher.take() {
+        match flusher.commit(jobs).await {
+            Ok(answers) => {
+                for (reply, outcome) in answers {
+                    let _ = reply.send(outcome);
+                }
             }
-            continue;
+            Err(moved) => return fenced(myself, state, &moved),
+        }
+    }
+}
+
+/// Stops the actor when its hot line's flusher ends in a panic, as a panic in the actor would:
+/// the line would otherwise stay flushing with nobody committing it. Its requests go back to
+/// the registry with the line.
+struct Unwinding<'a>(&'a ActorRef<TicketTypeMsg>);
+
+impl Drop for Unwinding<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.stop(Some("its flusher panicked".into()));
+        }
+    }
+}
+
+/// Commits a ticket type's line, one batch at a time, while it holds requests.
+struct Flusher {
+    actor: ActorRef<TicketTypeMsg>,
+    line: SharedLine,
+    tenant: TenantId,
+    db: Database,
+    clock: Arc<dyn Clock>,
+    ticket_type: Uuid,
+    batch: usize,
+    fence: Fence,
+    committer: Committer,
+    deadlines: Deadlines,
+}
+
+impl Flusher {
+    /// A hot line's flusher: hands each batch's answers to the actor and goes on with the
+    /// next batch at once.
+    async fn run(self) {
+        let _unwinding = Unwinding(&self.actor);
+        while let Some(jobs) = self.take() {
+            match self.commit(jobs).await {
+                Ok(answers) => self.answer(answers),
+                Err(moved) => {
+                    let _ = self.actor.send_message(TicketTypeMsg::Fenced(moved));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The next batch of the line, or None (the line no longer flushing) when it is empty or
+    /// its actor stopped: an actor that stopped takes its line with it, and what waits there
+    /// goes, unanswered, back to the registry, which sends it to a fresh actor.
+    fn take(&self) -> Option<Vec<Job>> {
+        let mut line = lock(&self.line);
+        if line.jobs.is_empty() || self.actor.get_status() != ActorStatus::Running {
+            line.flushing = false;
+            return None;
+        }
+        let take = line.jobs.len().min(self.batch);
+        Some(line.jobs.drain(..take).collect())
+    }
+
+    /// Commits one batch and returns its answers. When the shard moved nothing of it was
+    /// written: its requests go back to the head of the line, which stays flushing so that
+    /// nothing more is committed under the old lease, and the refusal is returned.
+    async fn commit(&self, jobs: Vec<Job>) -> Result<Answers, TicketingError> {
+        let ticket_type = self.ticket_type;
+        let (requests, replies): (Vec<SeatRequest>, Vec<Reply>) =
+            jobs.into_iter().map(|job| (job.request, job.reply)).unzip();
+        let now = self.clock.now();
+        let started = Instant::now();
+        let submitted = self
+            .committer
+            .commit(self.tenant, ticket_type, self.fence.clone(), requests, now)
+            .await;
+        // The worker holding the batch ended without answering: whether it committed is
+        // unknown, so the requests fail rather than being committed twice.
+        let Ok((requests, committed)) = submitted else {
+            let failed =
+                TicketingError::Failed("the commit of this request was interrupted".into());
+            return Ok(replies
+                .into_iter()
+                .map(|r| (r, Err(failed.clone())))
+                .collect());
         };
         tracing::debug!(
             %ticket_type,
@@ -202,20 +330,29 @@ async fn flush(state: &mut TicketTypeState) -> Result<(), TicketingError> {
         let outcomes: Vec<Result<SeatOutcome, TicketingError>> = match committed {
             Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
             Err(e) if e.is_fenced() => {
-                let moved = TicketingError::of(&e);
                 let jobs = requests
                     .into_iter()
                     .zip(replies)
                     .map(|(request, reply)| Job { request, reply });
-                state.pending.splice(0..0, jobs);
-                return Err(moved);
+                lock(&self.line).jobs.splice(0..0, jobs);
+                return Err(TicketingError::of(&e));
             }
-            // A concurrent writer (another type of the same event, a cancellation) or a code
-            // collision broke the batch: judge each request on its own.
+            // A concurrent writer (another type of the same event, a cancellation) or a
+            // code collision broke the batch: judge each request on its own.
             Err(e) if seats::is_conflict(&e) => {
                 let mut one_by_one = Vec::with_capacity(requests.len());
                 for request in &requests {
-                    one_by_one.push(single(&db, &fence, tenant, ticket_type, request, now).await);
+                    one_by_one.push(
+                        single(
+                            &self.db,
+                            &self.fence,
+                            self.tenant,
+                            ticket_type,
+                            request,
+                            now,
+                        )
+                        .await,
+                    );
                 }
                 one_by_one
             }
@@ -224,6 +361,8 @@ async fn flush(state: &mut TicketTypeState) -> Result<(), TicketingError> {
                 vec![Err(TicketingError::of(&e)); requests.len()]
             }
         };
+        // A reservation's deadline goes to the node's timer, which wakes only when the
+        // earliest one is due.
         let earliest = outcomes
             .iter()
             .filter_map(|o| match o {
@@ -232,13 +371,22 @@ async fn flush(state: &mut TicketTypeState) -> Result<(), TicketingError> {
             })
             .min();
         if let Some(deadline) = earliest {
-            state.args.deadlines.at(deadline);
+            self.deadlines.at(deadline);
         }
-        for (reply, outcome) in replies.into_iter().zip(outcomes) {
-            let _ = reply.send(outcome);
+        Ok(replies.into_iter().zip(outcomes).collect())
+    }
+
+    /// Hands a batch's answers to the actor, which sends them from the request runtime, or
+    /// sends them here when it has stopped.
+    fn answer(&self, answers: Answers) {
+        if let Err(MessagingErr::SendErr(TicketTypeMsg::Answered(answers))) =
+            self.actor.send_message(TicketTypeMsg::Answered(answers))
+        {
+            for (reply, outcome) in answers {
+                let _ = reply.send(outcome);
+            }
         }
     }
-    Ok(())
 }
 
 /// One request on its own, without an actor: the baseline that takes the row lock per
