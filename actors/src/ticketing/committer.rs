@@ -14,15 +14,15 @@
 //! and what a transaction costs is mostly per transaction (the lease check, the statements,
 //! the round trips, the commit), in PostgreSQL and in the node alike, so a node of many small
 //! actors makes fewer, larger transactions. Once nothing is in flight it waits only for the
-//! ticket types that sold lately and are not yet in its transaction: their actors send their
-//! next batches as soon as they are answered. With nothing in flight when it took its first
+//! ticket types that sold lately and are not yet in its transaction: their actors (or their
+//! lines' flushers) send their next batches as soon as they are answered. With nothing in flight when it took its first
 //! batch a worker goes at once, so a quiet node or a single ticket type waits for nothing.
 
 use chrono::{DateTime, Utc};
 use domain::ids::TenantId;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use storage::Database;
 use storage::cluster::Fence;
@@ -48,7 +48,7 @@ const MOST_THREADS: usize = 4;
 const LINGER: Duration = Duration::from_millis(30);
 
 /// How long a ticket type counts as selling after its last batch: long against the time an
-/// actor takes to send its next batch once answered, short against a sale.
+/// actor or flusher takes to send its next batch once answered, short against a sale.
 const SELLING: Duration = Duration::from_millis(250);
 
 /// A batch's requests, handed back, and its answers.
@@ -74,8 +74,9 @@ pub struct Stopped;
 pub struct Committer {
     db: Database,
     queue: mpsc::UnboundedSender<Submitted>,
-    /// The committer's runtime, where the ticket-type actors' flushers run too.
-    runtime: Option<tokio::runtime::Handle>,
+    /// The committer's runtime, where the ticket-type actors' flushers run too, with whether
+    /// it still runs (a task spawned on one that ended is dropped unrun).
+    runtime: Option<(tokio::runtime::Handle, Arc<AtomicBool>)>,
 }
 
 impl Committer {
@@ -110,7 +111,10 @@ impl Committer {
     /// so a flusher answered by a worker sends its type's next batch at once rather than
     /// behind every HTTP connection ready on the request runtime at that moment.
     pub fn runtime(&self) -> Option<&tokio::runtime::Handle> {
-        self.runtime.as_ref()
+        self.runtime
+            .as_ref()
+            .filter(|(_, running)| running.load(Ordering::Acquire))
+            .map(|(handle, _)| handle)
     }
 
     /// Commits one ticket type's batch, possibly with other ticket types' batches, and
@@ -167,7 +171,7 @@ fn run(
     db: Database,
     ready: mpsc::UnboundedReceiver<Submitted>,
     workers: usize,
-    started: std::sync::mpsc::SyncSender<tokio::runtime::Handle>,
+    started: std::sync::mpsc::SyncSender<(tokio::runtime::Handle, Arc<AtomicBool>)>,
 ) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers.min(MOST_THREADS))
@@ -186,7 +190,8 @@ fn run(
             return;
         }
     };
-    let _ = started.send(runtime.handle().clone());
+    let running = Arc::new(AtomicBool::new(true));
+    let _ = started.send((runtime.handle().clone(), running.clone()));
     runtime.block_on(async move {
         // Made here, so its connections and their I/O belong to this runtime; counted in the
         // process's connections by `domain::connections::fixed`.
@@ -204,6 +209,8 @@ fn run(
             let _ = worker.await;
         }
     });
+    // Before the runtime is dropped: no flusher is started on it after this.
+    running.store(false, Ordering::Release);
 }
 
 /// A worker: takes whatever batches are ready (waiting for the first, and a moment for more

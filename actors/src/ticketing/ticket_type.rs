@@ -4,12 +4,11 @@
 //! one locked row and committed together (group commit, through the node's committer, which
 //! may put several ticket types' batches in one transaction), then each gets its answer.
 //! A short line the actor commits itself. A long one (a type selling without pause) gets a
-//! flusher on the committer's runtime, which hands each batch's answers to the actor and takes
-//! what arrived meanwhile at once, until the line is empty: the type's next batch follows its
-//! last commit without waiting for the actor's turn on the request runtime, behind every HTTP
-//! connection ready there. Its reservations expire through the node's reservation timer, which
-//! is told of every new deadline: one mechanism for every deadline, whether or not an actor
-//! runs.
+//! flusher on the committer's runtime, which answers each batch and takes what arrived
+//! meanwhile at once, until the line is empty: the type's next batch follows its last commit
+//! without waiting for the actor's turn on the request runtime, behind every HTTP connection
+//! ready there. Its reservations expire through the node's reservation timer, which is told of
+//! every new deadline: one mechanism for every deadline, whether or not an actor runs.
 
 use super::committer::Committer;
 use super::registry::TicketingError;
@@ -19,7 +18,7 @@ use chrono::{DateTime, Utc};
 use domain::clock::Clock;
 use domain::events::seats::SeatRefusal;
 use domain::ids::TenantId;
-use ractor::{Actor, ActorProcessingErr, ActorRef, ActorStatus, MessagingErr};
+use ractor::{Actor, ActorProcessingErr, ActorRef, ActorStatus};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use storage::Database;
@@ -40,7 +39,7 @@ pub struct Job {
 }
 
 /// The answers of one batch, each with where it goes.
-pub type Answers = Vec<(Reply, Result<SeatOutcome, TicketingError>)>;
+type Answers = Vec<(Reply, Result<SeatOutcome, TicketingError>)>;
 
 /// What a ticket-type actor is told.
 // Nearly every message is a seat request: boxing it would cost an allocation per seat to
@@ -51,8 +50,9 @@ pub enum TicketTypeMsg {
     Seat(Job),
     /// Commit what waits in the line.
     Flush,
-    /// A batch's answers, from the flusher.
-    Answered(Answers),
+    /// The line's flusher ended without emptying it (a panic, or the committer's runtime
+    /// ended under it): the actor fails, and its event actor starts it again.
+    FlusherFailed,
     /// The flusher's write was refused: the shard moved.
     Fenced(TicketingError),
     /// Stop if nothing happened for the idle time (else look again when it would be up).
@@ -85,7 +85,8 @@ pub struct TicketTypeArgs {
 #[derive(Default)]
 struct Line {
     jobs: Vec<Job>,
-    /// A flush was asked for, or the flusher runs: one batch of the type at a time.
+    /// A flush was asked for, or the flusher runs: one batch of the type at a time. Left set
+    /// after a refused fence, so nothing more is committed under the old lease.
     flushing: bool,
 }
 
@@ -161,10 +162,10 @@ impl Actor for TicketTypeActor {
                 }
                 flush(&myself, state).await;
             }
-            TicketTypeMsg::Answered(answers) => {
-                for (reply, outcome) in answers {
-                    let _ = reply.send(outcome);
-                }
+            TicketTypeMsg::FlusherFailed => {
+                return Err(
+                    "the flusher of the ticket type's line ended without emptying it".into(),
+                );
             }
             TicketTypeMsg::Fenced(why) => fenced(&myself, state, &why),
             TicketTypeMsg::Idle => {
@@ -224,7 +225,16 @@ async fn flush(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
     };
     let waiting = lock(&state.line).jobs.len();
     if let Some(runtime) = args.committer.runtime().filter(|_| waiting >= HOT_LINE) {
-        drop(runtime.spawn(flusher.run()));
+        let watch = Watch {
+            actor: myself.clone(),
+            finished: false,
+        };
+        drop(runtime.spawn(async move {
+            // The whole guard moves into the task (a field alone would be captured otherwise).
+            let mut watch = watch;
+            flusher.run().await;
+            watch.finished = true;
+        }));
         return;
     }
     // While the actor waits here, new requests wait in its mailbox: the line holds only what
@@ -241,15 +251,20 @@ async fn flush(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
     }
 }
 
-/// Stops the actor when its hot line's flusher ends in a panic, as a panic in the actor would:
-/// the line would otherwise stay flushing with nobody committing it. Its requests go back to
-/// the registry with the line.
-struct Unwinding<'a>(&'a ActorRef<TicketTypeMsg>);
+/// Fails the actor when its hot line's flusher ends without emptying the line: a panic, or
+/// the committer's runtime ending with the flusher on it (a task dropped there is never run
+/// to its end). The line would otherwise stay flushing with nobody committing it; failed, the
+/// actor is started again by its event actor after a pause, and what waited in its line goes
+/// back to the registry, unanswered, which sends it to a fresh actor.
+struct Watch {
+    actor: ActorRef<TicketTypeMsg>,
+    finished: bool,
+}
 
-impl Drop for Unwinding<'_> {
+impl Drop for Watch {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.stop(Some("its flusher panicked".into()));
+        if !self.finished {
+            let _ = self.actor.send_message(TicketTypeMsg::FlusherFailed);
         }
     }
 }
@@ -269,13 +284,16 @@ struct Flusher {
 }
 
 impl Flusher {
-    /// A hot line's flusher: hands each batch's answers to the actor and goes on with the
-    /// next batch at once.
+    /// A hot line's flusher: answers each batch (a reply is a channel any runtime can send
+    /// on) and goes on with the next at once.
     async fn run(self) {
-        let _unwinding = Unwinding(&self.actor);
         while let Some(jobs) = self.take() {
             match self.commit(jobs).await {
-                Ok(answers) => self.answer(answers),
+                Ok(answers) => {
+                    for (reply, outcome) in answers {
+                        let _ = reply.send(outcome);
+                    }
+                }
                 Err(moved) => {
                     let _ = self.actor.send_message(TicketTypeMsg::Fenced(moved));
                     return;
@@ -285,7 +303,7 @@ impl Flusher {
     }
 
     /// The next batch of the line, or None (the line no longer flushing) when it is empty or
-    /// its actor stopped: an actor that stopped takes its line with it, and what waits there
+    /// its actor is stopping: an actor that stops takes its line with it, and what waits there
     /// goes, unanswered, back to the registry, which sends it to a fresh actor.
     fn take(&self) -> Option<Vec<Job>> {
         let mut line = lock(&self.line);
@@ -338,7 +356,9 @@ impl Flusher {
                 return Err(TicketingError::of(&e));
             }
             // A concurrent writer (another type of the same event, a cancellation) or a
-            // code collision broke the batch: judge each request on its own.
+            // code collision broke the batch: judge each request on its own. (Rare: from a hot
+            // flusher a connection the pool opens here is driven by the committer's runtime,
+            // which lives as long as the actors do.)
             Err(e) if seats::is_conflict(&e) => {
                 let mut one_by_one = Vec::with_capacity(requests.len());
                 for request in &requests {
@@ -374,18 +394,6 @@ impl Flusher {
             self.deadlines.at(deadline);
         }
         Ok(replies.into_iter().zip(outcomes).collect())
-    }
-
-    /// Hands a batch's answers to the actor, which sends them from the request runtime, or
-    /// sends them here when it has stopped.
-    fn answer(&self, answers: Answers) {
-        if let Err(MessagingErr::SendErr(TicketTypeMsg::Answered(answers))) =
-            self.actor.send_message(TicketTypeMsg::Answered(answers))
-        {
-            for (reply, outcome) in answers {
-                let _ = reply.send(outcome);
-            }
-        }
     }
 }
 
