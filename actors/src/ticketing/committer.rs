@@ -15,8 +15,9 @@
 //! the round trips, the commit), in PostgreSQL and in the node alike, so a node of many small
 //! actors makes fewer, larger transactions. Once nothing is in flight it waits only for the
 //! ticket types that sold lately and are not yet in its transaction: their actors (or their
-//! lines' flushers) send their next batches as soon as they are answered. With nothing in flight when it took its first
-//! batch a worker goes at once, so a quiet node or a single ticket type waits for nothing.
+//! lines' flushers) send their next batches as soon as they are answered. With nothing in
+//! flight when it took its first batch a worker goes at once, so a quiet node or a single
+//! ticket type waits for nothing.
 
 use chrono::{DateTime, Utc};
 use domain::ids::TenantId;
@@ -236,7 +237,7 @@ async fn work(db: Database, queue: Arc<Mutex<Queue>>, flights: Arc<Flights>) {
                 tokio::pin!(ended);
                 ended.as_mut().enable();
                 // Ticket types that sold lately and are neither in flight nor taken: their
-                // actors send their next batches as soon as they are answered.
+                // actors or flushers send their next batches as soon as they are answered.
                 let in_flight = flights.batches.load(Ordering::Acquire);
                 let coming = queue
                     .selling
