@@ -445,9 +445,11 @@ struct Run {
     audit: Audit,
     cpu: Cpu,
     failover: Option<(String, usize, Duration)>,
+    /// How many of the sale's events each node held when the burst began, most first.
+    spread: Vec<i64>,
 }
 
-const TABLE: &str = "| events nodes | successes/s | p50 ms | p95 ms | p99 ms | created | sold out | errors | rows | sold+reserved | seats | oversold | not sold out | miscounted | lost |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+const TABLE: &str = "| events nodes | successes/s | p50 ms | p95 ms | p99 ms | created | sold out | errors | rows | sold+reserved | seats | oversold | not sold out | miscounted | lost | events a node |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 const CPU_TABLE: &str = "| events nodes | gateway | events nodes | PostgreSQL | load generator | together |\n|---|---|---|---|---|---|";
 
@@ -455,7 +457,7 @@ impl Run {
     fn row(&self, nodes: usize) -> String {
         let a = &self.audit;
         format!(
-            "| {nodes} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {nodes} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             self.created as f64 / self.figures.elapsed.as_secs_f64(),
             bench::ms(self.figures.p50),
             bench::ms(self.figures.p95),
@@ -470,6 +472,11 @@ impl Run {
             a.not_sold_out,
             a.miscounted,
             a.lost,
+            self.spread
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
         )
     }
 
@@ -571,6 +578,7 @@ async fn one(setup: &Setup, nodes: usize, mode: Loop) -> anyhow::Result<Run> {
     tokio::spawn(connection);
     settled(&db, nodes as i64).await?;
     let sales = sales(&client, &processes.gateway, setup.events, setup.seats, true).await?;
+    let spread = spread(&db, &sales).await?;
     let (figures, answers, cpu) = burst(setup, mode, &processes, &client, &sales).await?;
     let created = answers.created.load(Ordering::Relaxed);
     let ids = answers
@@ -593,7 +601,26 @@ async fn one(setup: &Setup, nodes: usize, mode: Loop) -> anyhow::Result<Run> {
         audit,
         cpu,
         failover,
+        spread,
     })
+}
+
+/// How many of the sale's events each node holds (by the leases of their shards), most first:
+/// a node holding more of them than its share sells its part last, and bounds the cluster's
+/// rate.
+async fn spread(db: &tokio_postgres::Client, sales: &Sales) -> anyhow::Result<Vec<i64>> {
+    let events: Vec<Uuid> = sales.types.iter().map(|(event, _)| *event).collect();
+    Ok(db
+        .query(
+            "SELECT count(*) FROM event_service.events e
+             JOIN event_service.shard_leases l ON l.shard = e.shard
+             WHERE e.id = ANY($1) GROUP BY l.owner ORDER BY 1 DESC",
+            &[&events],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
 }
 
 fn setup() -> anyhow::Result<Setup> {

@@ -33,6 +33,42 @@ const DATABASE: &str = "bilet_bench_sustained";
 /// still counting.
 const IN_FLIGHT: usize = 4096;
 
+/// The answers that were not a registration, by kind: the status and the error's `code`, or
+/// what went wrong on the way (so an overload's timeouts are told from refusals).
+#[derive(Default)]
+struct Errors(Mutex<std::collections::BTreeMap<String, usize>>);
+
+impl Errors {
+    fn count(&self, kind: String) {
+        if let Ok(mut kinds) = self.0.lock() {
+            *kinds.entry(kind).or_default() += 1;
+        }
+    }
+
+    /// A request that got no answer: timed out, not connected, or cut off on the way.
+    fn transport(e: &reqwest::Error) -> String {
+        let what = if e.is_timeout() {
+            "timed out"
+        } else if e.is_connect() {
+            "could not connect"
+        } else {
+            "cut off"
+        };
+        format!("no answer: {what}")
+    }
+
+    fn total(&self) -> usize {
+        self.0.lock().map_or(0, |kinds| kinds.values().sum())
+    }
+
+    fn by_kind(&self) -> Vec<(String, usize)> {
+        self.0.lock().map_or_else(
+            |_| Vec::new(),
+            |kinds| kinds.iter().map(|(k, n)| (k.clone(), *n)).collect(),
+        )
+    }
+}
+
 /// The node's sessions open on PostgreSQL (its pools' and its own), or -1 when unreadable.
 async fn node_connections(db: &tokio_postgres::Client) -> i64 {
     db.query_one(
@@ -221,13 +257,13 @@ async fn main() -> anyhow::Result<()> {
     let (bilet_before, postgres_before) = (cpu_ticks(&pid.to_string()), postgres_ticks());
     let created = Arc::new(AtomicUsize::new(0));
     let ids = Arc::new(Mutex::new(Vec::with_capacity(total)));
-    let other = Arc::new(AtomicUsize::new(0));
+    let errors = Arc::new(Errors::default());
     let figures = {
         let (client, requests) = (client.clone(), requests.clone());
-        let (created, ids, other) = (created.clone(), ids.clone(), other.clone());
+        let (created, ids, errors) = (created.clone(), ids.clone(), errors.clone());
         bench::open_loop(total, rate as f64, IN_FLIGHT, move |i| {
             let (client, requests) = (client.clone(), requests.clone());
-            let (created, ids, other) = (created.clone(), ids.clone(), other.clone());
+            let (created, ids, errors) = (created.clone(), ids.clone(), errors.clone());
             async move {
                 let (url, token, body) = &requests[i];
                 let answer = client
@@ -238,16 +274,25 @@ async fn main() -> anyhow::Result<()> {
                     .body(body.clone())
                     .send()
                     .await;
-                let Ok(answer) = answer else {
-                    other.fetch_add(1, Ordering::Relaxed);
-                    return false;
+                let answer = match answer {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        errors.count(Errors::transport(&e));
+                        return false;
+                    }
                 };
-                if answer.status() != reqwest::StatusCode::CREATED {
-                    other.fetch_add(1, Ordering::Relaxed);
+                let status = answer.status();
+                if status != reqwest::StatusCode::CREATED {
+                    let body = answer.json::<serde_json::Value>().await.ok();
+                    let code = body
+                        .as_ref()
+                        .and_then(|b| b["code"].as_str())
+                        .unwrap_or("-");
+                    errors.count(format!("{} {code}", status.as_u16()));
                     return false;
                 }
                 let Ok(body) = answer.json::<serde_json::Value>().await else {
-                    other.fetch_add(1, Ordering::Relaxed);
+                    errors.count("201 without a readable body".into());
                     return false;
                 };
                 if let Ok(id) = bench::sale::id_of(&body)
@@ -340,7 +385,7 @@ async fn main() -> anyhow::Result<()> {
         bench::ms(figures.p50),
         bench::ms(figures.p95),
         bench::ms(figures.p99),
-        other.load(Ordering::Relaxed),
+        errors.total(),
         audit.oversold,
         audit.not_sold_out,
         audit.miscounted,
@@ -365,6 +410,9 @@ async fn main() -> anyhow::Result<()> {
         anonymous_minute / 1024,
         anonymous_start / 1024
     );
+    if errors.total() > 0 {
+        println!("\nerrors by kind: {:?}", errors.by_kind());
+    }
     println!("\nbacklog when the load ended: {backlog_at_end}\nbacklog at the end: {backlog:?}");
     anyhow::ensure!(
         audit.faults() == 0 && drained.is_some(),
