@@ -1,8 +1,9 @@
 //! Many events on sale at once, on one events node and on three (separate `bilet serve`
 //! processes on this machine, a gateway in front, RabbitMQ between them), each ticket type sold
 //! out by more requests than it has seats: registrations per second, latency, oversold, not sold
-//! out and lost, CPU per registration of each kind of process; then, on three nodes, the
-//! failover time after a kill -9 of the owner of an event.
+//! out and lost, CPU per registration of each kind of process, and how many of the events
+//! each node held (the busiest node's share bounds the cluster's rate); then, on three nodes,
+//! the failover time after a kill -9 of the owner of an event.
 //!
 //! `cargo build --release --bin bilet -p bench --bin cluster && target/release/cluster`
 //! (DATABASE_URL: an owner connection; the database `bilet_bench_cluster` is recreated for

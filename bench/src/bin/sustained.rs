@@ -1,8 +1,9 @@
 //! A sustained sale rather than a burst: RATE registrations a second offered on schedule (open
 //! loop: request *i* is sent at *i* / RATE seconds whether or not earlier ones have answered,
 //! and its latency counts from then) for DURATION seconds to one `bilet serve` running the whole
-//! platform, spread over EVENTS events with a seat for every request. Then how long the outbox
-//! and every consumer take to catch up (every announcement published and delivered, a
+//! platform, spread over EVENTS events with a seat for every request (the answers that are not
+//! a registration are counted by status and error code). Then how long the outbox and every
+//! consumer take to catch up (every announcement published and delivered, a
 //! participant, a settled ticket message and an analytics record per registration), and the
 //! node's memory before the load, at its peak, once drained, 10 s later, once its clients have
 //! gone, a minute after that (its pools close connections idle for 30 s) and QUIET seconds after
