@@ -239,15 +239,8 @@ async fn flush(myself: &ActorRef<TicketTypeMsg>, state: &mut TicketTypeState) {
     }
     // While the actor waits here, new requests wait in its mailbox: the line holds only what
     // was there when the flush began.
-    while let Some(jobs) = flusher.take() {
-        match flusher.commit(jobs).await {
-            Ok(answers) => {
-                for (reply, outcome) in answers {
-                    let _ = reply.send(outcome);
-                }
-            }
-            Err(moved) => return fenced(myself, state, &moved),
-        }
+    if let Err(moved) = flusher.drain().await {
+        fenced(myself, state, &moved);
     }
 }
 
@@ -284,22 +277,23 @@ struct Flusher {
 }
 
 impl Flusher {
-    /// A hot line's flusher: answers each batch (a reply is a channel any runtime can send
-    /// on) and goes on with the next at once.
+    /// A hot line's flusher: drains the line, and tells its actor when the shard moved.
     async fn run(self) {
+        if let Err(moved) = self.drain().await {
+            let _ = self.actor.send_message(TicketTypeMsg::Fenced(moved));
+        }
+    }
+
+    /// Commits the line batch after batch, answering each (a reply is a channel any runtime
+    /// can send on), until it is empty; stops at the first batch the shard's new owner must
+    /// answer (see `commit`).
+    async fn drain(&self) -> Result<(), TicketingError> {
         while let Some(jobs) = self.take() {
-            match self.commit(jobs).await {
-                Ok(answers) => {
-                    for (reply, outcome) in answers {
-                        let _ = reply.send(outcome);
-                    }
-                }
-                Err(moved) => {
-                    let _ = self.actor.send_message(TicketTypeMsg::Fenced(moved));
-                    return;
-                }
+            for (reply, outcome) in self.commit(jobs).await? {
+                let _ = reply.send(outcome);
             }
         }
+        Ok(())
     }
 
     /// The next batch of the line, or None (the line no longer flushing) when it is empty or
