@@ -227,8 +227,9 @@ pub async fn start_with(
             fingerprint: fingerprint.clone(),
         };
         let node = settings.node.clone();
-        // Heartbeats and renewals get connections of their own: a burst that keeps every
-        // pooled connection busy must not make the node miss its renewals and lose its shards.
+        // Heartbeats and renewals get connections of their own (and a thread of their own,
+        // `Membership::start`): a burst that keeps every pooled connection busy must not make
+        // the node miss its renewals and lose its shards.
         let cluster_db = storage::Database::connect(&domain::config::DatabaseConfig {
             pool_size: 2,
             ..config.database.clone()
@@ -331,10 +332,7 @@ pub async fn start_with(
     let (cluster_stop, cluster_stop_rx) = watch::channel(false);
     if let Some((membership, owner)) = membership {
         // The first round before serving: a fresh cluster's node starts with its share.
-        if let Err(e) = membership.join().await {
-            tracing::warn!(error = %e, "first cluster round failed; retrying in the background");
-        }
-        cluster.push(tokio::spawn(membership.run(cluster_stop_rx)));
+        cluster.push(membership.start(cluster_stop_rx).await);
         let timer = ReservationTimer::new(
             state.db.clone(),
             state.clock.clone(),
@@ -366,10 +364,7 @@ pub async fn start_with(
         .contains(&Service::Gateway)
         .then(|| http::revocations::RevocationFeed::new(state.db.clone()));
     if let Some(feed) = &revocations {
-        if let Err(e) = feed.refresh().await {
-            tracing::warn!(error = %e, "revoked tokens not read yet; tokens wait for the first reading");
-        }
-        servers.push(tokio::spawn(feed.clone().run(shutdown_rx.clone())));
+        servers.push(feed.clone().start(shutdown_rx.clone()).await);
     }
     let mut addrs = BTreeMap::new();
     for service in &node_config.services {

@@ -3,6 +3,7 @@
 //! actor expires reservations from the deadlines stored in the database.
 
 pub mod cluster;
+pub mod dedicated;
 #[cfg(feature = "faults")]
 pub mod faults;
 pub mod media;

@@ -4,7 +4,9 @@
 //! send again is sent again — to the shard's new owner once the map names one — until the
 //! hand-over budget (`Config::hand_over_wait`) is spent, and only then is the 503
 //! passed on. What may be sent again: reads, and seat requests, which carry their idempotency
-//! key into the seat's own transaction (a second copy answers with the first's registration).
+//! key into the seat's own transaction (a second copy answers with the first's registration);
+//! and any request a node answered without running it (`events::owner::NOT_SERVED`: the shard
+//! had just left it and nobody held it yet).
 
 use actors::cluster::ShardMap;
 use axum::http::{HeaderMap, Method};

@@ -2,8 +2,9 @@
 //! service's address from cluster.toml with the trusted headers the gateway set and the same
 //! correlation id; a service that does not answer yields 503 in the error format. Requests
 //! about one event go to the events node that owns the event's shard (the shard map); while a
-//! shard has no owner, a request that may be sent again is held through the hand-over
-//! (`crate::handover`); the others are answered 503 with Retry-After.
+//! shard has no owner, every request is held until one takes it, and a request that may be
+//! sent again is also sent again when its owner moved on (`crate::handover`); only once the
+//! hand-over time is spent is 503 with Retry-After passed on.
 
 use crate::conventions::{CORRELATION_ID, CorrelationId};
 use crate::error::ApiError;
@@ -64,9 +65,16 @@ struct Upstream {
     hand_over: Duration,
 }
 
-/// A client for forwarding, with the gateway's timeouts.
+/// A client for forwarding to the installation's own processes, with the gateway's timeouts.
+///
+/// It speaks HTTP/2 to them (every process serves it beside HTTP/1.1 on the same port): all
+/// requests to a node share one connection. Over HTTP/1.1 each request in flight needed a
+/// connection of its own, and in a burst the client opened and dropped them by the thousand a
+/// second (a TCP handshake, then a close with nothing sent): tens of thousands in TIME-WAIT, each
+/// new `connect()` slower, until the gateway stopped answering (docs/decisions.md).
 pub fn client(timeout: Duration) -> reqwest::Client {
     reqwest::Client::builder()
+        .http2_prior_knowledge()
         .connect_timeout(Duration::from_secs(2))
         .timeout(timeout)
         .build()
@@ -153,7 +161,11 @@ async fn forward(State(upstream): State<Upstream>, request: Request) -> Response
     loop {
         attempt += 1;
         let Some(base) = handover::target(map, event, read) else {
-            if patient && Instant::now() < deadline {
+            // Nothing of this request has been sent (a request that may not be sent again
+            // returns after its first sending), so any request may wait for an owner: a shard
+            // passing between two live members (an event published evens the load out) has
+            // none for up to a round.
+            if Instant::now() < deadline {
                 handover::pause(map, attempt, deadline).await;
                 continue;
             }
@@ -170,7 +182,19 @@ async fn forward(State(upstream): State<Upstream>, request: Request) -> Response
             &[],
         );
         if !patient {
-            return sent.await;
+            // A write that may not be sent twice is sent again only when the node says it did
+            // not run it (the shard had just left it, and nobody held it yet).
+            let answer = sent.await;
+            let not_served = answer
+                .headers()
+                .contains_key(crate::events::owner::NOT_SERVED);
+            if !not_served || Instant::now() >= deadline {
+                return without_internal(answer);
+            }
+            discard(answer).await;
+            handover::pause(map, attempt, deadline).await;
+            tracing::debug!(path, attempt, "not served by a former owner; sending again");
+            continue;
         }
         // A paused owner answers nothing: once the map has moved on, the copy that waits on
         // it is dropped and the request goes to the new owner (the key makes it one seat). An
@@ -182,8 +206,11 @@ async fn forward(State(upstream): State<Upstream>, request: Request) -> Response
         };
         match answered {
             Some(answer) if answer.status() != StatusCode::SERVICE_UNAVAILABLE => return answer,
-            Some(answer) if Instant::now() >= deadline => return answer,
-            Some(_) => handover::pause(map, attempt, deadline).await,
+            Some(answer) if Instant::now() >= deadline => return without_internal(answer),
+            Some(answer) => {
+                discard(answer).await;
+                handover::pause(map, attempt, deadline).await;
+            }
             None if Instant::now() >= deadline => {
                 return ApiError::moved(&"the event's shard moved on after the hand-over time")
                     .into_response();
@@ -192,6 +219,26 @@ async fn forward(State(upstream): State<Upstream>, request: Request) -> Response
         }
         tracing::debug!(path, attempt, "held through a hand-over; sending again");
     }
+}
+
+/// Reads an answer that is not passed on to its end, so its connection goes back to the
+/// client's pool: dropped unread, the connection is closed, and a burst of 503 sent again
+/// opened thousands of connections a second to the nodes (tens of thousands left waiting in
+/// TIME-WAIT, each new connect slower than the last, until the gateway stopped answering).
+async fn discard(answer: Response) {
+    let read = to_bytes(answer.into_body(), MAX_DISCARDED);
+    let _ = tokio::time::timeout(Duration::from_secs(1), read).await;
+}
+
+/// The most of an unused answer that is read to keep its connection (an error body is small).
+const MAX_DISCARDED: usize = 64 * 1024;
+
+/// The answer as a client gets it: the nodes' own headers to each other stay between them.
+fn without_internal(mut answer: Response) -> Response {
+    answer
+        .headers_mut()
+        .remove(crate::events::owner::NOT_SERVED);
+    answer
 }
 
 /// Sends the request of `parts` with `body` to the same path and query at `base` and streams

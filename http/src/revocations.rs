@@ -3,13 +3,19 @@
 //! (LISTEN) and every half second, so a revocation takes effect on every gateway within
 //! milliseconds, and within `STALE_AFTER` at worst: past that without a successful read, the
 //! gateway refuses to vouch for any token rather than trust one that may be revoked.
+//!
+//! So that a flood cannot make it stale, the feed reads on a connection it keeps for good
+//! (a pool's connection is retired after its lifetime, and a server with no room left for the
+//! role would not give it another), from a thread and runtime of its own (on the request
+//! runtime each answer waited behind every request ready at that moment: under a burst that
+//! took past `STALE_AFTER`, and the gateway refused thousands of signed-in requests).
 
 use chrono::{DateTime, Utc};
 use domain::identity::revocation::{self, Revocations};
 use domain::identity::tokens::Claims;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
-use storage::Database;
+use storage::{Connection, Database};
 use tokio::sync::{Mutex, Notify, watch};
 
 /// How often the log is read without a notification.
@@ -28,9 +34,10 @@ pub enum Verdict {
     Unknown,
 }
 
-/// The database time the next read looks back from.
+/// The database time the next read looks back from, and the session it is read on.
 struct Reading {
     since: DateTime<Utc>,
+    session: Option<Connection>,
 }
 
 /// The revocations a gateway knows of.
@@ -52,6 +59,7 @@ impl RevocationFeed {
             set: RwLock::new(Revocations::default()),
             reading: Mutex::new(Reading {
                 since: Utc::now() - revocation::memory(),
+                session: None,
             }),
             fresh: RwLock::new(None),
         })
@@ -80,8 +88,13 @@ impl RevocationFeed {
     pub async fn refresh(&self) -> Result<(), storage::Error> {
         let mut reading = self.reading.lock().await;
         let started = Instant::now();
-        let (revocations, read_at) =
-            storage::identity::revocations::since(&self.db, reading.since).await?;
+        let session = match reading.session.take() {
+            Some(session) if !session.is_closed() => session,
+            _ => self.db.client().await?,
+        };
+        let read = storage::identity::revocations::since(&session, reading.since).await;
+        reading.session = Some(session);
+        let (revocations, read_at) = read?;
         {
             let mut set = self.set.write().unwrap_or_else(|p| p.into_inner());
             set.apply(&revocations);
@@ -91,6 +104,37 @@ impl RevocationFeed {
         // Fresh as of when the read started: anything committed before then was seen.
         *self.fresh.write().unwrap_or_else(|p| p.into_inner()) = Some(started);
         Ok(())
+    }
+
+    /// Reads once (answered before this returns), then runs (`run`) on a thread and runtime
+    /// of its own (`actors::dedicated`); the returned task ends when the feed has stopped.
+    pub async fn start(
+        self: Arc<Self>,
+        stop: watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let (first, stopped) = actors::dedicated::start("revocations", move |read| async move {
+            let _ = read.send(self.refresh().await);
+            self.run(stop).await;
+        })
+        .await;
+        match first {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "revoked tokens not read yet; tokens wait for the first reading")
+            }
+            None => {
+                tracing::error!(
+                    "the revocation feed ended before its first reading: the gateway vouches for no token"
+                )
+            }
+        }
+        tokio::spawn(async move {
+            if stopped.await.is_err() {
+                tracing::error!(
+                    "the revocation feed ended without being stopped: the gateway vouches for no token"
+                );
+            }
+        })
     }
 
     /// Reads the log whenever identity notifies and every [`POLL`], until `stop`.

@@ -7,10 +7,10 @@
 //! commit is in flight, a stale owner commits nothing, and renewals (which change no key) never
 //! wait for the owner's own transactions.
 
-use crate::db::{Database, DbError, Tx};
+use crate::db::{Database, DbError, Scope, Tx};
 use crate::error::Error;
 use chrono::{DateTime, Utc};
-use domain::cluster::ShardId;
+use domain::cluster::{ShardId, Standing};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -255,6 +255,42 @@ pub async fn renew(db: &Database, node: &str, ttl: Duration) -> Result<Vec<Lease
         )
         .await?;
     Ok(leases(&rows))
+}
+
+/// What the members share the shards out by (`domain::cluster::placement`): the events on
+/// sale in each shard and who holds it, in one statement so both are of the same moment.
+/// Events of every tenant count, so it reads as the system.
+pub async fn standing(db: &Database) -> Result<Standing, DbError> {
+    // The BEGIN goes out with the read: a round trip less in a round that runs under its
+    // leases' deadline.
+    let (tx, rows) = db
+        .begin_with(Scope::system(), "", async |tx: &Tx| {
+            tx.query(
+                "SELECT l.shard, CASE WHEN l.expires_at > clock_timestamp() THEN l.owner END, e.on_sale
+                 FROM event_service.shard_leases l
+                 LEFT JOIN (SELECT shard, count(*) AS on_sale FROM event_service.events
+                            WHERE status = 'PUBLISHED' AND deleted_at IS NULL
+                            GROUP BY shard) e ON e.shard = l.shard",
+                &[],
+            )
+            .await
+            .map_err(DbError::from)
+        })
+        .await?;
+    tx.commit().await?;
+    let mut standing = Standing::default();
+    for row in &rows {
+        let shard = shard(row.get(0));
+        if let Some(holder) = row.get::<_, Option<String>>(1) {
+            standing.holders.insert(shard, holder);
+        }
+        if let Some(on_sale) = row.get::<_, Option<i64>>(2) {
+            standing
+                .loads
+                .insert(shard, u32::try_from(on_sale).unwrap_or(u32::MAX));
+        }
+    }
+    Ok(standing)
 }
 
 /// Takes those of `wanted` that are free or have run out, for `ttl`, each at a new epoch.

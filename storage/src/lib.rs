@@ -21,5 +21,5 @@ pub mod notifications;
 pub mod outbox;
 pub mod peers;
 
-pub use db::{Database, DbError, Schema, Scope, Tx};
+pub use db::{Connection, Database, DbError, Schema, Scope, Tx};
 pub use error::{Error, Result};

@@ -156,6 +156,129 @@ async fn three_members_share_the_shards_and_take_over_from_one_that_leaves_or_fa
     );
 }
 
+/// A node whose request runtime cannot poll anything (here blocked outright, three times a
+/// lease's trust) keeps its shards: the membership renews them from a thread and a runtime of
+/// its own, with connections of its own (`Membership::start`).
+#[tokio::test]
+async fn a_runtime_too_busy_to_poll_does_not_cost_the_node_its_shards() {
+    let t = TestDb::new().await;
+    let db = storage::Database::connect(&domain::config::DatabaseConfig {
+        pool_size: 2,
+        ..t.config.database.clone()
+    })
+    .unwrap();
+    let (membership, held, counts) = Membership::new(db, settings("events-a"));
+    let (stop, stop_rx) = watch::channel(false);
+    let task = membership.start(stop_rx).await;
+    // Joined before `start` answered: the node starts serving with its share.
+    assert_eq!(held.borrow().0.len(), usize::from(SHARDS));
+    let epochs = |map: Vec<cluster::ShardState>| map.iter().map(|s| s.epoch).collect::<Vec<_>>();
+    let before = epochs(cluster::map(&t.db).await.unwrap());
+    let renewals = counts.borrow().renewals;
+    // This test's runtime is the only one it has: nothing else of it runs meanwhile.
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = *counts.borrow();
+    assert_eq!(after.lost, 0, "{after:?}");
+    assert!(after.renewals >= renewals + 5, "{after:?}");
+    assert_eq!(held.borrow().0.len(), usize::from(SHARDS));
+    assert_eq!(
+        epochs(cluster::map(&t.db).await.unwrap()),
+        before,
+        "no shard changed hands"
+    );
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    assert!(
+        owners(&t).await.values().all(|o| o.is_none()),
+        "the shards were handed back on leaving"
+    );
+}
+
+/// How many published events each member holds by its leases.
+async fn on_sale_by_member(owner: &tokio_postgres::Client) -> BTreeMap<String, i64> {
+    owner
+        .query(
+            "SELECT l.owner, count(*) FROM event_service.events e
+             JOIN event_service.shard_leases l ON l.shard = e.shard
+               AND l.expires_at > clock_timestamp()
+             WHERE e.status = 'PUBLISHED' GROUP BY l.owner",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+/// Rendezvous hashing spreads shards, not the events on sale in them: with every published
+/// event in one member's shards, the members share the loaded shards out so none holds more
+/// than its part, drafts count for nothing, and while shards pass over no two members believe
+/// they hold the same one.
+#[tokio::test]
+async fn the_events_on_sale_are_shared_out_evenly_among_the_members() {
+    let t = TestDb::new().await;
+    let nodes = ["events-a", "events-b", "events-c"];
+    let running: Vec<Running> = nodes.iter().map(|n| start(&t, n)).collect();
+    assert!(settled(&t, &nodes).await);
+    let owner = t.owner().await;
+    let tenant = uuid::Uuid::now_v7();
+    // Every published event in a shard rendezvous hashing gives events-a: without the
+    // placement, one member would hold all 64.
+    let members: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
+    let in_a = || loop {
+        let event = uuid::Uuid::new_v4();
+        if domain::cluster::owner_of(shard_of(event), &members) == Some("events-a") {
+            return event;
+        }
+    };
+    let insert = |event: uuid::Uuid, status: &str| {
+        format!(
+            "INSERT INTO event_service.events (id, tenant_id, organizer_id, title, slug, status, starts_at)
+               VALUES ('{event}', '{tenant}', '{tenant}', 'E', 'e-{event}', '{status}', now() + interval '3 days');"
+        )
+    };
+    let published: Vec<uuid::Uuid> = (0..64).map(|_| in_a()).collect();
+    let mut by_shard: BTreeMap<ShardId, i64> = BTreeMap::new();
+    for event in &published {
+        *by_shard.entry(shard_of(*event)).or_default() += 1;
+    }
+    // Within the part (22), or the part and the heaviest shard less one when shards holding
+    // several events leave the room in pieces (`domain::cluster::placement`).
+    let most = 22 + by_shard.values().max().copied().unwrap_or(1) - 1;
+    let seed: String = published
+        .iter()
+        .map(|event| insert(*event, "PUBLISHED"))
+        .chain((0..64).map(|_| insert(uuid::Uuid::new_v4(), "DRAFT")))
+        .collect();
+    owner.batch_execute(&seed).await.unwrap();
+    let beliefs = || {
+        running
+            .iter()
+            .map(|r| r.held.borrow().0.len())
+            .sum::<usize>()
+    };
+    assert!(
+        eventually(10, || async {
+            assert!(beliefs() <= usize::from(SHARDS), "overlapping beliefs");
+            let spread = on_sale_by_member(&owner).await;
+            spread.values().sum::<i64>() == 64
+                && spread.len() == 3
+                && spread.values().all(|n| *n <= most)
+        })
+        .await,
+        "{:?}",
+        on_sale_by_member(&owner).await
+    );
+    // Every shard still has one owner, and each member's belief follows the database.
+    assert!(
+        eventually(5, || async {
+            beliefs() == usize::from(SHARDS) && owners(&t).await.values().all(|o| o.is_some())
+        })
+        .await
+    );
+}
+
 #[tokio::test]
 async fn a_stale_owner_commits_nothing() {
     let t = TestDb::new().await;

@@ -255,6 +255,64 @@ async fn a_pooled_connection_in_constant_use_is_replaced_once_it_has_lived_its_l
     assert_eq!(db.open_connections(), 1, "one at a time is all it needed");
 }
 
+#[tokio::test]
+async fn a_pool_the_server_has_no_more_room_for_waits_for_a_connection_of_its_own() {
+    // Processes whose pools together exceed the role's limit: a request that finds none of
+    // its pool's connections idle waits for one rather than answering 503 at once.
+    let t = TestDb::new().await;
+    let role = t.config.database.app_role_name();
+    let before = backends(&t, &role).await;
+    t.owner()
+        .await
+        .batch_execute(&format!(
+            "ALTER ROLE \"{role}\" CONNECTION LIMIT {}",
+            before + 2
+        ))
+        .await
+        .unwrap();
+    let db = storage::Database::connect(&t.config.database).unwrap();
+    let first = db.client().await.unwrap();
+    let second = db.client().await.unwrap();
+    let second_pid: i32 = second
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let third = tokio::spawn({
+        let db = db.clone();
+        async move {
+            let c = db.client().await?;
+            let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
+            Ok::<_, storage::DbError>(pid)
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !third.is_finished(),
+        "it waits while the server has no room"
+    );
+    drop(second);
+    let third = third.await.unwrap().expect("the connection given back");
+    assert_eq!(
+        third, second_pid,
+        "the pool's own connection, not a new one"
+    );
+    assert_eq!(db.open_connections(), 2);
+    assert_eq!(backends(&t, &role).await, before + 2);
+
+    // A pool with none of its own to wait for still answers at once: 503, not a wait.
+    let other = storage::Database::connect(&t.config.database).unwrap();
+    let started = std::time::Instant::now();
+    let refused = other.client().await.err().expect("no room for it");
+    assert!(refused.is_unavailable(), "{refused}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(first);
+}
+
 fn bilet() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bilet"));
     for var in [

@@ -868,6 +868,45 @@ async fn a_pool_held_by_slow_requests_does_not_keep_the_gateway_from_reading_rev
 }
 
 #[tokio::test]
+async fn the_feed_keeps_its_session_when_the_server_has_no_room_for_another() {
+    // Processes whose pools together exceed the role's limit hold every connection it
+    // allows: a feed that gave its connection back after the pool's lifetime would not get
+    // another, go stale, and the gateway would refuse every token.
+    let t = TestDb::new().await;
+    let mut config = t.config.database.clone();
+    config.connection_lifetime_ms = 200;
+    config.idle_connection_ms = 200;
+    let feed = http::revocations::RevocationFeed::new(storage::Database::connect(&config).unwrap());
+    feed.refresh().await.unwrap();
+    let role = config.app_role_name();
+    let owner = t.owner().await;
+    let open: i64 = owner
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = $1",
+            &[&role],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    owner
+        .batch_execute(&format!("ALTER ROLE \"{role}\" CONNECTION LIMIT {open}"))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    tokio::time::timeout(std::time::Duration::from_secs(2), feed.refresh())
+        .await
+        .expect("read at once")
+        .expect("read on the session it kept");
+    let claims = http::tokens::Tokens::new(SECRET)
+        .verify(&token_issued(&uuid::Uuid::now_v7().to_string(), 0, SECRET))
+        .unwrap();
+    assert_eq!(feed.verdict(&claims), http::revocations::Verdict::Allowed);
+    // The limit is real: a connection of the role more is refused.
+    let refused = storage::Database::connect(&config).unwrap().client().await;
+    assert!(refused.is_err_and(|e| e.is_unavailable()));
+}
+
+#[tokio::test]
 async fn as_separate_processes_a_removed_moderator_is_refused_by_the_events_node_at_once() {
     let t = TestDb::new().await;
     let telegram = crate::fake_telegram::FakeTelegram::start().await;

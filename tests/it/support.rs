@@ -114,7 +114,18 @@ pub async fn serve(app: axum::Router) -> String {
 }
 
 /// A port no one listens on right now, for processes started by a test.
+///
+/// Picked below Linux's ephemeral range (32768–60999): a port the kernel handed out for `:0`
+/// can go to any outgoing connection (the tests running beside open them all the time) before
+/// the node binds it, and a node failed to start with `Address already in use` on one. Below
+/// the range only another test's pick can collide.
 pub fn free_port() -> u16 {
+    for _ in 0..1000 {
+        let port = 20_000 + (uuid::Uuid::new_v4().as_u128() % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -6,7 +6,7 @@
 //! deadline, so a database that stops answering without an error is noticed as well.
 
 use domain::clock::{Clock, SystemClock, too_far_off};
-use domain::cluster::{ShardId, Sworn, share_of, sharing, sworn_in};
+use domain::cluster::{ShardId, Standing, Sworn, share_of, sharing, sworn_in};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -72,7 +72,8 @@ pub struct MembershipCounts {
     pub handed_over: u64,
     /// Shards lost (renewal failed or came too late).
     pub lost: u64,
-    /// Whether, after the last round, the node holds its whole share (it is ready to serve).
+    /// Whether the node has held its whole share since it joined or last lost its leases (it
+    /// is ready to serve).
     pub settled: bool,
     /// Whether the node was refused shards for holding other secrets than the cluster's.
     pub refused: bool,
@@ -89,6 +90,8 @@ pub struct Membership {
     clock: Arc<dyn Clock>,
     held: watch::Sender<Held>,
     counts: watch::Sender<MembershipCounts>,
+    /// The last standing read (`standing`).
+    standing: std::sync::Mutex<Standing>,
 }
 
 impl Membership {
@@ -110,6 +113,7 @@ impl Membership {
                 clock: Arc::new(SystemClock),
                 held,
                 counts,
+                standing: Default::default(),
             },
             held_rx,
             counts_rx,
@@ -126,6 +130,41 @@ impl Membership {
     /// One round at once, so a node starts serving with its share (when it is free).
     pub async fn join(&self) -> Result<(), storage::DbError> {
         self.round().await
+    }
+
+    /// Joins (`join`, answered before this returns) and then runs (`run`) in a thread of its
+    /// own, with a runtime of its own; the returned task ends when the membership has left.
+    ///
+    /// Why a thread of its own: on the request runtime, each answer PostgreSQL sends to a
+    /// round waits in the run queue behind every request ready at that moment. An events node
+    /// capped at a tenth of a core with 256 requests in flight took longer than a lease's
+    /// trust for its rounds, dropped every shard again and again and answered 503 to most of
+    /// a sale (bench/README.md). In a thread of its own, the operating system's scheduler runs
+    /// the round as soon as its answer arrives, whatever the requests do. `db` should be
+    /// unused so far: its connections are then made, and driven, on that runtime.
+    pub async fn start(self, stop: watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+        let node = self.settings.node.clone();
+        let (first, left) = crate::dedicated::start("cluster-member", move |joined| async move {
+            let _ = joined.send(self.join().await);
+            self.run(stop).await;
+        })
+        .await;
+        match first {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                tracing::warn!(node = %node, error = %e, "first cluster round failed; retrying in the background")
+            }
+            None => {
+                tracing::error!(node = %node, "the cluster membership ended before its first round: this node takes no shards")
+            }
+        }
+        tokio::spawn(async move {
+            // Dropped unsent: the thread panicked, or never started. The node's readiness
+            // follows (`Ownership::is_settled` counts a membership gone as not settled).
+            if left.await.is_err() {
+                tracing::error!(node = %node, "the cluster membership ended without leaving: this node holds no shards it can trust");
+            }
+        })
     }
 
     /// Runs until `stop` changes, then hands every shard back and leaves.
@@ -229,7 +268,7 @@ impl Membership {
         let mine = if skewed {
             Vec::new()
         } else {
-            share_of(&s.node, &members)
+            share_of(&s.node, &members, &self.standing().await)
         };
         // What another member should own goes back: first out of use, then released.
         let give_back: Vec<ShardId> = held
@@ -256,7 +295,11 @@ impl Membership {
             tracing::info!(node = %s.node, shards = held.0.len(), claimed = claimed.len(),
                 handed_over = give_back.len(), lost, "cluster shards changed");
         }
-        let settled = mine.iter().all(|shard| held.0.contains_key(shard));
+        // Ready once it has held its whole share; a later plan change (an event published
+        // moves a shard to even the load out) keeps it ready while the shard passes over,
+        // since it serves every shard it holds all along. Losing its leases, or its standing,
+        // takes readiness away until it holds its share again.
+        let holds_share = mine.iter().all(|shard| held.0.contains_key(shard));
         // A renewal that changed nothing wakes nobody: what follows the shards (the timer,
         // the actors' registry, the hand-over) would otherwise look again several times a
         // second for no reason.
@@ -270,13 +313,34 @@ impl Membership {
         self.counts.send_modify(|c| {
             c.refused = refused;
             c.skewed = skewed;
-            c.settled = settled && !refused && !skewed;
+            c.settled = ((c.settled && lost == 0) || holds_share) && !refused && !skewed;
             c.renewals += 1;
             c.claimed += claimed.len() as u64;
             c.handed_over += give_back.len() as u64;
             c.lost += lost;
         });
         Ok(())
+    }
+
+    /// The events on sale by shard and who holds each, or the last read when this one
+    /// fails: the leases, renewed already, are what keeps the node serving, and a plan a
+    /// few rounds old only evens the load out later.
+    async fn standing(&self) -> Standing {
+        match cluster::standing(&self.db).await {
+            Ok(standing) => {
+                if let Ok(mut last) = self.standing.lock() {
+                    last.clone_from(&standing);
+                }
+                standing
+            }
+            Err(e) => {
+                tracing::warn!(node = %self.settings.node, error = %e, "the events on sale by shard could not be read; the shards are shared out as last read");
+                self.standing
+                    .lock()
+                    .map(|last| last.clone())
+                    .unwrap_or_default()
+            }
+        }
     }
 
     fn lose_all(&self) {

@@ -52,7 +52,11 @@ impl Ownership {
 
     /// Whether the node holds its whole share of the shards now (ready to serve its events).
     pub fn is_settled(&self) -> bool {
-        self.counts.as_ref().is_none_or(|c| c.borrow().settled)
+        // A membership gone (its thread panicked) renews nothing: not settled, whatever it
+        // last said.
+        self.counts
+            .as_ref()
+            .is_none_or(|c| c.has_changed().is_ok() && c.borrow().settled)
     }
 
     /// The membership's counts (renewals, hand-overs), for a node that takes part.

@@ -6,6 +6,7 @@
 //! background once it has started (the sale's first seats do not wait for it). It stops when it
 //! has been idle and no ticket-type actor runs under it.
 
+use super::alarm::Alarm;
 use super::committer::Committer;
 use super::registry::TicketingError;
 use super::ticket_type::{Job, TicketTypeActor, TicketTypeArgs, TicketTypeMsg};
@@ -72,6 +73,10 @@ pub struct EventState {
     failures: HashMap<Uuid, Vec<Instant>>,
     /// Requests for a ticket type whose actor waits to be started again.
     held: HashMap<Uuid, Vec<Job>>,
+    /// The reminder's pending timer (`alarm`: cancelled with the state).
+    remind: Alarm<EventMsg>,
+    /// The pending idle timer.
+    idle: Alarm<EventMsg>,
 }
 
 /// The event actor.
@@ -87,16 +92,20 @@ impl Actor for EventActor {
         myself: ActorRef<EventMsg>,
         args: EventArgs,
     ) -> Result<EventState, ActorProcessingErr> {
-        let state = EventState {
+        let mut state = EventState {
             args,
             children: HashMap::new(),
             last_active: Instant::now(),
             reminder_due: None,
             failures: HashMap::new(),
             held: HashMap::new(),
+            remind: Alarm::default(),
+            idle: Alarm::default(),
         };
         read_reminder(&myself, &state);
-        myself.send_after(state.args.idle, || EventMsg::Idle);
+        state
+            .idle
+            .set(myself.send_after(state.args.idle, || EventMsg::Idle));
         Ok(state)
     }
 
@@ -161,7 +170,9 @@ impl Actor for EventActor {
                     }
                     Err(e) => {
                         tracing::warn!(%event, error = %e, "event reminder failed; retrying");
-                        myself.send_after(Duration::from_secs(5), || EventMsg::Remind);
+                        state
+                            .remind
+                            .set(myself.send_after(Duration::from_secs(5), || EventMsg::Remind));
                     }
                 }
             }
@@ -170,7 +181,8 @@ impl Actor for EventActor {
                 if left.is_none() && state.children.is_empty() && state.held.is_empty() {
                     myself.stop(Some("idle".into()));
                 } else {
-                    myself.send_after(left.unwrap_or(state.args.idle), || EventMsg::Idle);
+                    let wait = left.unwrap_or(state.args.idle);
+                    state.idle.set(myself.send_after(wait, || EventMsg::Idle));
                 }
             }
         }
@@ -306,10 +318,16 @@ fn read_reminder(myself: &ActorRef<EventMsg>, state: &EventState) {
 
 /// Sets the reminder timer: it sleeps until the reminder is due, or until the clock should be
 /// read again (`Clock::recheck`), and writes only once it is due.
-fn remind_at(myself: &ActorRef<EventMsg>, state: &EventState, due: chrono::DateTime<chrono::Utc>) {
+fn remind_at(
+    myself: &ActorRef<EventMsg>,
+    state: &mut EventState,
+    due: chrono::DateTime<chrono::Utc>,
+) {
     let wait = (due - state.args.clock.now())
         .to_std()
         .unwrap_or(Duration::ZERO)
         .min(state.args.clock.recheck());
-    myself.send_after(wait, || EventMsg::Remind);
+    state
+        .remind
+        .set(myself.send_after(wait, || EventMsg::Remind));
 }

@@ -2,6 +2,7 @@
 //! committer that writes the batches of many ticket types together, and the node's timer over
 //! stored deadlines.
 
+mod alarm;
 mod committer;
 mod event;
 mod registry;

@@ -10,6 +10,7 @@
 //! ready there. Its reservations expire through the node's reservation timer, which is told of
 //! every new deadline: one mechanism for every deadline, whether or not an actor runs.
 
+use super::alarm::Alarm;
 use super::committer::Committer;
 use super::registry::TicketingError;
 use super::timers::Deadlines;
@@ -104,6 +105,8 @@ pub struct TicketTypeState {
     line: SharedLine,
     /// When the last request came (one idle timer per actor reads it, not one per request).
     last_active: Instant,
+    /// The pending idle timer (`alarm`: cancelled with the state).
+    idle: Alarm<TicketTypeMsg>,
 }
 
 /// The ticket-type actor.
@@ -120,13 +123,16 @@ impl Actor for TicketTypeActor {
         args: TicketTypeArgs,
     ) -> Result<TicketTypeState, ActorProcessingErr> {
         let tenant = seats::owner(&args.db, args.ticket_type).await?;
-        let state = TicketTypeState {
+        let mut state = TicketTypeState {
             args,
             tenant,
             line: SharedLine::default(),
             last_active: Instant::now(),
+            idle: Alarm::default(),
         };
-        myself.send_after(state.args.idle, || TicketTypeMsg::Idle);
+        state
+            .idle
+            .set(myself.send_after(state.args.idle, || TicketTypeMsg::Idle));
         Ok(state)
     }
 
@@ -177,7 +183,10 @@ impl Actor for TicketTypeActor {
                 if left.is_none() && quiet {
                     myself.stop(Some("idle".into()));
                 } else {
-                    myself.send_after(left.unwrap_or(state.args.idle), || TicketTypeMsg::Idle);
+                    let wait = left.unwrap_or(state.args.idle);
+                    state
+                        .idle
+                        .set(myself.send_after(wait, || TicketTypeMsg::Idle));
                 }
             }
         }

@@ -286,6 +286,36 @@ async fn settled(db: &tokio_postgres::Client, n: i64) -> anyhow::Result<()> {
     anyhow::bail!("the shards were not shared among {n} nodes within a minute")
 }
 
+/// Waits until the shards stop moving: publishing the sale's events makes the members share
+/// the shards out again by the events on sale in them, and the burst should meet the cluster
+/// as an on-sale would, long after the publications. Stable means every shard held, by the
+/// same owners, over a second (a few cluster rounds).
+async fn placed(db: &tokio_postgres::Client) -> anyhow::Result<()> {
+    let owners = || async {
+        db.query(
+            "SELECT shard, owner FROM event_service.shard_leases
+             WHERE expires_at > clock_timestamp() ORDER BY shard",
+            &[],
+        )
+        .await
+        .map(|rows| {
+            rows.iter()
+                .map(|r| (r.get::<_, i16>(0), r.get::<_, Option<String>>(1)))
+                .collect::<Vec<_>>()
+        })
+    };
+    let mut last = owners().await?;
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = owners().await?;
+        if now.len() == 256 && now == last {
+            return Ok(());
+        }
+        last = now;
+    }
+    anyhow::bail!("the shards kept moving for a minute after the sale's events were published")
+}
+
 /// Retries a registration on `event` every 20 ms until one is created.
 async fn until_registered(
     client: &reqwest::Client,
@@ -579,6 +609,7 @@ async fn one(setup: &Setup, nodes: usize, mode: Loop) -> anyhow::Result<Run> {
     tokio::spawn(connection);
     settled(&db, nodes as i64).await?;
     let sales = sales(&client, &processes.gateway, setup.events, setup.seats, true).await?;
+    placed(&db).await?;
     let spread = spread(&db, &sales).await?;
     let (figures, answers, cpu) = burst(setup, mode, &processes, &client, &sales).await?;
     let created = answers.created.load(Ordering::Relaxed);

@@ -23,6 +23,20 @@ use uuid::Uuid;
 /// (every `x-internal-` header is).
 pub const FORWARDED_BY: HeaderName = HeaderName::from_static("x-internal-forwarded-by");
 
+/// Set on a node's 503 for a request it did not serve because the event's shard is not its
+/// (and no owner took the forwarded copy): nothing of the request ran, so the gateway may send
+/// any request so answered again, a write too, once the map names the new owner.
+pub const NOT_SERVED: HeaderName = HeaderName::from_static("x-internal-not-served");
+
+/// A 503 for a request that did not run here: the shard is in hand-over.
+fn moved(why: &str) -> Response {
+    let mut response = ApiError::moved(&why).into_response();
+    response
+        .headers_mut()
+        .insert(NOT_SERVED, HeaderValue::from_static("moved"));
+    response
+}
+
 /// The event a path is about: `/api/v1/events/{id}` and everything below it.
 pub fn event_in_path(path: &str) -> Option<Uuid> {
     let mut segments = path.trim_start_matches('/').split('/');
@@ -61,14 +75,13 @@ pub async fn route_to_owner(
     }
     let shard = shard_of(event);
     if request.headers().contains_key(&FORWARDED_BY) {
-        return ApiError::moved(&format!(
+        return moved(&format!(
             "forwarded once already; shard {shard} not held here"
-        ))
-        .into_response();
+        ));
     }
     let owner = match storage::cluster::owner_address(&state.db, shard).await {
         Ok(Some(owner)) => owner,
-        Ok(None) => return ApiError::moved(&format!("shard {shard} has no owner")).into_response(),
+        Ok(None) => return moved(&format!("shard {shard} has no owner")),
         Err(e) => return ApiError::from(e).into_response(),
     };
     let (parts, body) = request.into_parts();

@@ -4,7 +4,7 @@
 //! whose owner key nobody locks belong to nobody, and a bus running their consumer takes them.
 
 use crate::db::{Database, DbError};
-use deadpool_postgres::{ClientWrapper, Object};
+use deadpool_postgres::ClientWrapper;
 use std::time::Duration;
 
 /// How often the keeper checks that its connection, and so its lock, still stands.
@@ -20,7 +20,7 @@ pub(super) fn new_key() -> i64 {
 /// Takes the lock on `key` on a connection detached from the pool (the pool would hand it to
 /// others and recycle it). None when the lock is held elsewhere.
 pub(super) async fn lock(db: &Database, key: i64) -> Result<Option<ClientWrapper>, DbError> {
-    let client = Object::take(db.client().await?);
+    let client = db.client().await?.detach();
     let locked: bool = client
         .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
         .await?

@@ -481,6 +481,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                     "../../../migrations/event_service/V18__ticket_types_visible_after_the_tenant.sql"
                 ),
             ),
+            (
+                "V19__events_on_sale_by_shard",
+                include_str!("../../../migrations/event_service/V19__events_on_sale_by_shard.sql"),
+            ),
         ],
         Schema::MediaService => &[
             (

@@ -4,11 +4,13 @@
 //! `database.url`.
 
 pub mod contention;
+mod gate;
 mod listen;
 mod migrate;
 pub mod page;
 mod scope;
 
+pub use gate::Connection;
 pub use listen::listen;
 pub use migrate::{LEGACY_V1_CHECKSUMS, migrate, outbox_by_day_sql, pending};
 pub use scope::{Scope, Tx};
@@ -163,6 +165,7 @@ impl Schema {
 #[derive(Clone)]
 pub struct Database {
     pool: Pool,
+    gate: std::sync::Arc<gate::Gate>,
     /// How its connections log in (the application role), for connections of their own.
     config: std::sync::Arc<tokio_postgres::Config>,
     settings: PoolSettings,
@@ -181,14 +184,24 @@ struct PoolSettings {
 /// connection a burst made it open, holding a share of PostgreSQL's connection limit that the
 /// other processes of the installation may need; and the connections a quiet node still uses
 /// would keep their buffers, grown to the largest message each ever sent or read, for good.
-async fn close_idle(pool: deadpool_postgres::WeakPool, idle: Duration, lifetime: Duration) {
+/// It also gives back the places the gate withheld after refusals, so the pool tries again.
+async fn close_idle(
+    pool: deadpool_postgres::WeakPool,
+    gate: std::sync::Arc<gate::Gate>,
+    idle: Duration,
+    lifetime: Duration,
+) {
     let every = (idle.min(lifetime) / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
     loop {
         tokio::time::sleep(every).await;
         let Some(pool) = pool.upgrade() else { return };
         pool.retain(|_, used| used.last_used() < idle && used.age() < lifetime);
+        gate.reopen();
     }
 }
+
+/// How long a request waits for a connection before it answers 503.
+const WAIT: Duration = Duration::from_secs(3);
 
 impl Database {
     /// Builds the pool of application-role connections from the owner URL. Connections open
@@ -233,7 +246,7 @@ impl Database {
         let pool = Pool::builder(manager)
             .max_size(settings.size)
             // A request that cannot get a connection waits briefly, then answers 503.
-            .wait_timeout(Some(Duration::from_secs(3)))
+            .wait_timeout(Some(WAIT))
             .create_timeout(Some(Duration::from_secs(5)))
             .recycle_timeout(Some(Duration::from_secs(5)))
             // The connection returned last is taken first, so those a burst opened beyond what
@@ -242,11 +255,18 @@ impl Database {
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| DbError::Url(e.to_string()))?;
+        let gate = std::sync::Arc::new(gate::Gate::new(settings.size));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(close_idle(pool.weak(), settings.idle, settings.lifetime));
+            runtime.spawn(close_idle(
+                pool.weak(),
+                gate.clone(),
+                settings.idle,
+                settings.lifetime,
+            ));
         }
         Ok(Database {
             pool,
+            gate,
             config: pg,
             settings,
         })
@@ -275,13 +295,13 @@ impl Database {
     }
 
     /// A connection outside any transaction, for infrastructure work (outbox, inbox).
-    pub async fn client(&self) -> Result<deadpool_postgres::Object, DbError> {
-        Ok(self.pool.get().await?)
+    pub async fn client(&self) -> Result<Connection, DbError> {
+        Ok(self.gate.get(&self.pool, WAIT).await?)
     }
 
     /// Opens a transaction that sees only what `scope` may see.
     pub async fn begin(&self, scope: Scope) -> Result<Tx, DbError> {
-        Tx::begin(self.pool.get().await?, scope, "").await
+        Tx::begin(self.client().await?, scope, "").await
     }
 
     /// Opens a transaction that sees only what `scope` may see, and runs `first` in it with
@@ -296,7 +316,7 @@ impl Database {
         settings: &'static str,
         first: impl AsyncFnOnce(&Tx) -> Result<T, E>,
     ) -> Result<(Tx, T), E> {
-        let tx = Tx::unopened(self.pool.get().await.map_err(DbError::from)?);
+        let tx = Tx::unopened(self.client().await?);
         // Biased: polled in the order written, so the BEGIN goes out first.
         let (opened, first) = tokio::join!(biased; tx.open(scope, settings), first(&tx));
         opened?;
@@ -307,7 +327,7 @@ impl Database {
     /// loss in a crash is harmless (see `idempotency`).
     pub async fn begin_unflushed(&self, scope: Scope) -> Result<Tx, DbError> {
         Tx::begin(
-            self.pool.get().await?,
+            self.client().await?,
             scope,
             "SET LOCAL synchronous_commit TO OFF;",
         )

@@ -2,8 +2,8 @@
 //! `app.tenant_id` and `app.user_id` (transaction-local), so the row level security policies
 //! see who is asking. With neither set, the policies see nothing.
 
+use super::Connection;
 use super::{DbError, Schema};
-use deadpool_postgres::Object;
 use domain::ids::{TenantId, UserId};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -56,21 +56,25 @@ impl Scope {
 
 /// An open transaction. Commit it explicitly; dropping it rolls back.
 pub struct Tx {
-    client: Option<Object>,
+    client: Option<Connection>,
     /// Outboxes written in this transaction (a bit per schema): their relays in this process
     /// are woken once it commits.
     outboxes: AtomicU8,
 }
 
 impl Tx {
-    pub(super) async fn begin(client: Object, scope: Scope, extra: &str) -> Result<Tx, DbError> {
+    pub(super) async fn begin(
+        client: Connection,
+        scope: Scope,
+        extra: &str,
+    ) -> Result<Tx, DbError> {
         let tx = Tx::unopened(client);
         tx.open(scope, extra).await?;
         Ok(tx)
     }
 
     /// A transaction whose BEGIN has not been sent: `open` must be the first thing sent on it.
-    pub(super) fn unopened(client: Object) -> Tx {
+    pub(super) fn unopened(client: Connection) -> Tx {
         Tx {
             client: Some(client),
             outboxes: AtomicU8::new(0),
@@ -201,11 +205,11 @@ impl Drop for Tx {
             Ok(handle) => {
                 handle.spawn(async move {
                     if client.batch_execute("ROLLBACK").await.is_err() {
-                        drop(Object::take(client));
+                        drop(client.detach());
                     }
                 });
             }
-            Err(_) => drop(Object::take(client)),
+            Err(_) => drop(client.detach()),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! the gateways with `NOTIFY bilet_revocations`; they read the log's recent rows and keep the
 //! last token lifetime of it in memory.
 
-use crate::db::{Database, Tx};
+use crate::db::{Connection, Database, Tx};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
 use domain::identity::revocation::{Revocation, Revoked};
@@ -72,12 +72,11 @@ pub async fn sessions(tx: &Tx, user: UserId, sessions: &[Uuid]) -> Result<()> {
 /// Revocations recorded after `since`, and the database's clock at the reading (what the
 /// next reading's `since` is measured against).
 pub async fn since(
-    db: &Database,
+    session: &Connection,
     since: DateTime<Utc>,
 ) -> Result<(Vec<Revocation>, DateTime<Utc>)> {
-    let client = db.client().await?;
     // The clock row comes even when nothing was revoked.
-    let rows = client
+    let rows = session
         .query(
             "SELECT r.user_id, r.session_id, r.min_version, r.created_at, c.now
              FROM (SELECT now() AS now) c

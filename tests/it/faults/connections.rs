@@ -11,7 +11,9 @@ use chrono::Utc;
 use domain::ids::{TenantId, UserId};
 use domain::roles::Role;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::process::Child;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use uuid::Uuid;
@@ -22,6 +24,10 @@ const EVENTS_NODES: usize = 5;
 const ROLE_LIMIT: i32 = 60;
 /// The test's own pool (it reads the seat counts) is of the same role.
 const TEST_POOL: u32 = 8;
+/// Clients of a burst, all at once: twenty-five for each connection the role may open.
+const CLIENTS: usize = 1500;
+/// How long a client of a burst keeps trying.
+const PATIENCE: Duration = Duration::from_secs(120);
 
 struct Processes(Vec<Child>);
 
@@ -165,19 +171,41 @@ async fn sales(http: &reqwest::Client, gateway: &str, seats: i64) -> Vec<(Uuid, 
     sales
 }
 
+/// An error with its causes: "error sending request" alone does not tell a refused
+/// connection from a timeout.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(&format!(": {e}"));
+        cause = e.source();
+    }
+    text
+}
+
+/// The 503 answers a burst met, by what was asked and what they said.
+type Unavailable = BTreeMap<String, usize>;
+
+fn count(unavailable: &Mutex<Unavailable>, asked: &str, body: &str) {
+    let said: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let said = format!("{asked}: {} {}", said["message"], said["details"]);
+    *unavailable.lock().unwrap().entry(said).or_default() += 1;
+}
+
 /// `clients` clients over `sales`, each retrying (same key) through 503 and refused
-/// connections: the registrations they were told about, and how many 503 and 500 they saw.
+/// connections: the registrations they were told about, the 503 they met and how many 500.
 async fn burst(
     http: &reqwest::Client,
     gateway: &str,
     sales: &[(Uuid, Uuid)],
     clients: usize,
-) -> (Vec<Uuid>, usize, usize) {
-    let (unavailable, failed) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let deadline = Instant::now() + Duration::from_secs(120);
+) -> (Vec<Uuid>, Unavailable, usize) {
+    let (unavailable, failed) = (Mutex::new(BTreeMap::new()), AtomicUsize::new(0));
+    let registered = AtomicUsize::new(0);
+    let deadline = Instant::now() + PATIENCE;
     let answers = futures_util::future::join_all((0..clients).map(|i| {
         let (event, ticket_type) = sales[i % sales.len()];
-        let (unavailable, failed) = (&unavailable, &failed);
+        let (unavailable, failed, registered) = (&unavailable, &failed, &registered);
         let token = token(None, vec![]);
         let key = Uuid::new_v4().to_string();
         async move {
@@ -187,19 +215,25 @@ async fn burst(
                     .get(format!("{gateway}/api/v1/events/{event}/ticket-types"))
                     .send()
                     .await;
-                match page.map(|r| r.status().as_u16()) {
-                    Ok(200) => break,
-                    Ok(503) => {
-                        unavailable.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Ok(status) if status >= 500 => {
+                let (status, body) = match page {
+                    Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+                    Err(e) => (0, chain(&e)),
+                };
+                match status {
+                    200 => break,
+                    0 => {}
+                    503 => count(unavailable, "read", &body),
+                    500..=599 => {
                         failed.fetch_add(1, Ordering::Relaxed);
-                        eprintln!("{status} on a read");
+                        eprintln!("{status} on a read: {body}");
                     }
-                    Ok(other) => panic!("unexpected {other} on a read"),
-                    Err(_) => {}
+                    other => panic!("unexpected {other} on a read: {body}"),
                 }
-                assert!(Instant::now() < deadline, "a client got no page");
+                assert!(
+                    Instant::now() < deadline,
+                    "a client of event {event} got no page in {PATIENCE:?} ({} clients registered by then); its last answer: {status}: {body}",
+                    registered.load(Ordering::Relaxed)
+                );
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             loop {
@@ -210,22 +244,31 @@ async fn burst(
                     .json(&json!({"ticketTypeId": ticket_type, "firstName": "Pool", "lastName": "Test"}))
                     .send()
                     .await;
-                if let Ok(r) = sent {
-                    let status = r.status().as_u16();
-                    let body: serde_json::Value = r.json().await.unwrap_or_default();
-                    match status {
-                        200 | 201 => return body["id"].as_str().and_then(|id| id.parse().ok()),
-                        503 => {
-                            unavailable.fetch_add(1, Ordering::Relaxed);
-                        }
-                        500..=599 => {
-                            failed.fetch_add(1, Ordering::Relaxed);
-                            eprintln!("{status}: {body}");
-                        }
-                        other => panic!("unexpected {other}: {body}"),
+                let (status, body) = match sent {
+                    Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or_default()),
+                    Err(e) => (0, json!(chain(&e))),
+                };
+                let last = format!("{status}: {body}");
+                match status {
+                    200 | 201 => {
+                        registered.fetch_add(1, Ordering::Relaxed);
+                        return body["id"].as_str().and_then(|id| id.parse().ok());
                     }
+                    // Refused or cut connections: sent again.
+                    0 => {}
+                    503 => count(unavailable, "registration", &body.to_string()),
+                    500..=599 => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        eprintln!("{last}");
+                    }
+                    other => panic!("unexpected {other}: {body}"),
                 }
-                assert!(Instant::now() < deadline, "a client got no answer");
+                // What the others got by then tells a stuck client from a stuck burst.
+                assert!(
+                    Instant::now() < deadline,
+                    "a client of event {event} got no registration in {PATIENCE:?} ({} of {clients} did); its last answer: {last}",
+                    registered.load(Ordering::Relaxed)
+                );
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
@@ -233,7 +276,7 @@ async fn burst(
     .await;
     (
         answers.into_iter().flatten().collect(),
-        unavailable.into_inner(),
+        unavailable.into_inner().unwrap(),
         failed.into_inner(),
     )
 }
@@ -296,14 +339,14 @@ async fn six_processes_against_sixty_connections_answer_no_500_and_store_every_2
         warning.contains("231") && warning.contains(&ROLE_LIMIT.to_string()),
         "readiness warns: {ready}"
     );
-    let sales_a = sales(&http, &gateway, 400).await;
-    let (created, unavailable, failed) = burst(&http, &gateway, &sales_a, 3000).await;
+    let sales_a = sales(&http, &gateway, 200).await;
+    let (created, unavailable, failed) = burst(&http, &gateway, &sales_a, CLIENTS).await;
     eprintln!(
-        "pools of 32 each: {} registered, {unavailable} answers 503 (retried), {failed} answers 5xx other than 503",
+        "pools of 32 each: {} registered, 503 answers (retried) {unavailable:?}, {failed} answers 5xx other than 503",
         created.len()
     );
     assert_eq!(failed, 0, "no 500 without a connection");
-    assert_eq!(created.len(), 3000);
+    assert_eq!(created.len(), CLIENTS);
     // Their pools hold the role's every connection: the counts are read once they are gone.
     drop(processes);
     stored(&t, &created, &sales_a).await;
@@ -327,15 +370,15 @@ async fn six_processes_against_sixty_connections_answer_no_500_and_store_every_2
     let (processes, gateway) = start(&t, ROLE_LIMIT as u32 - TEST_POOL).await;
     let ready = readiness(&http, &gateway).await;
     assert!(ready.get("warnings").is_none(), "no warning: {ready}");
-    let sales_b = sales(&http, &gateway, 400).await;
-    let (created, unavailable, failed) = burst(&http, &gateway, &sales_b, 3000).await;
+    let sales_b = sales(&http, &gateway, 200).await;
+    let (created, unavailable, failed) = burst(&http, &gateway, &sales_b, CLIENTS).await;
     eprintln!(
-        "with database.max_connections = {}: {} registered, {unavailable} answers 503 (retried), {failed} other 5xx",
+        "with database.max_connections = {}: {} registered, 503 answers (retried) {unavailable:?}, {failed} other 5xx",
         ROLE_LIMIT as u32 - TEST_POOL,
         created.len()
     );
     assert_eq!(failed, 0, "no 500 without a connection");
-    assert_eq!(created.len(), 3000);
+    assert_eq!(created.len(), CLIENTS);
     stored(&t, &created, &sales_b).await;
     drop(processes);
 }
