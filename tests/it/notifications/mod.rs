@@ -72,6 +72,17 @@ pub async fn send_direct(ctx: &Ctx, body: Value, key: Option<&str>) -> crate::su
     send(request).await
 }
 
+/// The send log of one message once it holds `rows` entries (or after 10 s): the bot's answer
+/// reaches the fake API before the sender writes what came of it.
+pub async fn log_of_at_least(
+    ctx: &Ctx,
+    message: &str,
+    rows: usize,
+) -> Vec<(String, Option<String>)> {
+    crate::support::eventually(10, || async { log_of(ctx, message).await.len() >= rows }).await;
+    log_of(ctx, message).await
+}
+
 /// The send log of one message: (outcome, reason) in order.
 pub async fn log_of(ctx: &Ctx, message: &str) -> Vec<(String, Option<String>)> {
     let owner = ctx.t.owner().await;
