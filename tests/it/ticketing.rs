@@ -1213,6 +1213,12 @@ async fn idle_actors_stop_and_start_again_on_the_next_request() {
         eventually(10, || async { ctx.ticketing().running().await == 0 }).await,
         "the event actor stops once its ticket-type actor stopped and it was idle"
     );
+    // Its handle goes with it: a stopped actor's mailbox is not kept until the next request.
+    assert!(
+        eventually(5, || async { ctx.ticketing().remembered() == 0 }).await,
+        "the registry still holds {} stopped actors",
+        ctx.ticketing().remembered()
+    );
     let second = register(
         &ctx,
         &participant().1,

@@ -6,7 +6,7 @@
 
 use super::committer::Committer;
 use super::event::{EventArgs, EventMsg};
-use super::supervisor::Supervisor;
+use super::supervisor::{Ended, Supervisor};
 use super::ticket_type::{self, Job};
 use super::timers::Deadlines;
 use crate::cluster::{Held, Ownership};
@@ -125,8 +125,9 @@ pub struct Ticketing {
     owner: Ownership,
     /// How often the membership renews (and so publishes a change of what is held).
     round: std::time::Duration,
-    /// Running event actors: read on every request without waiting.
-    actors: std::sync::Mutex<HashMap<Uuid, Running>>,
+    /// Running event actors: read on every request without waiting. An actor's entry goes
+    /// when it ends (the supervisor tells), or when a request finds it stopped.
+    actors: Arc<std::sync::Mutex<HashMap<Uuid, Running>>>,
     /// Each event whose actor is starting, with the gate its starters pass one at a time, so
     /// one event gets one actor while the starts of many events (each reads the database) run
     /// side by side: an on-sale of a thousand events starts a thousand actors at once.
@@ -158,6 +159,16 @@ impl Ticketing {
         owner: Ownership,
         round: std::time::Duration,
     ) -> Ticketing {
+        let actors: Arc<std::sync::Mutex<HashMap<Uuid, Running>>> = Arc::default();
+        let kept = Arc::downgrade(&actors);
+        let ended: Ended = Arc::new(move |id| {
+            if let Some(actors) = kept.upgrade() {
+                actors
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .retain(|_, running| running.actor.get_id() != id);
+            }
+        });
         Ticketing {
             round,
             clock,
@@ -165,9 +176,9 @@ impl Ticketing {
             batch: config.batch,
             idle: std::time::Duration::from_secs(config.idle_seconds.max(1)),
             owner,
-            actors: std::sync::Mutex::new(HashMap::new()),
+            actors,
             starting: StartGates::default(),
-            supervisor: Supervisor::default(),
+            supervisor: Supervisor::new(ended),
             committer: Committer::start(db.clone(), config.committers),
             deadlines: Deadlines::default(),
             foreground: Foreground::default(),
@@ -391,6 +402,12 @@ impl Ticketing {
             .values()
             .filter(|r| matches!(r.actor.get_status(), ActorStatus::Running))
             .count()
+    }
+
+    /// Event actors the registry holds a handle to: those running, and those stopped that it
+    /// has not been told of yet.
+    pub fn remembered(&self) -> usize {
+        self.actors.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// The lease the running actor of `event` works under, if one runs.

@@ -3,21 +3,46 @@
 //! instead of vanishing. A failed event actor is not started again eagerly: the requests it
 //! held went back to the registry, which starts a fresh one (it reloads from the database) for
 //! the next of them. The supervisor itself never fails; should it be gone, a new one starts.
+//! Every event actor that ends, stopped or failed, is reported (`Ended`), so the registry lets
+//! go of its handle: a handle keeps the stopped actor's mailbox allocated.
 
 use super::event::{EventActor, EventArgs, EventMsg};
-use ractor::{Actor, ActorProcessingErr, ActorRef, ActorStatus, SpawnErr, SupervisionEvent};
+use ractor::{
+    Actor, ActorId, ActorProcessingErr, ActorRef, ActorStatus, SpawnErr, SupervisionEvent,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::Mutex;
 
+/// Told of each event actor that ended, by its id.
+pub type Ended = Arc<dyn Fn(ActorId) + Send + Sync>;
+
 /// Starts event actors under a supervisor; cheap to clone.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Supervisor {
     actor: Arc<Mutex<Option<ActorRef<()>>>>,
+    watch: Watch,
+}
+
+/// What the supervisor keeps: the failures counted, and whom to tell of an actor's end.
+#[derive(Clone)]
+struct Watch {
     failures: Arc<AtomicU64>,
+    ended: Ended,
 }
 
 impl Supervisor {
+    /// A supervisor that tells `ended` of every event actor that ends.
+    pub fn new(ended: Ended) -> Supervisor {
+        Supervisor {
+            actor: Arc::default(),
+            watch: Watch {
+                failures: Arc::default(),
+                ended,
+            },
+        }
+    }
+
     /// Starts the actor of an event, linked to the supervisor.
     pub async fn spawn(&self, args: EventArgs) -> Result<ActorRef<EventMsg>, SpawnErr> {
         let supervisor = self.running().await?;
@@ -27,7 +52,7 @@ impl Supervisor {
 
     /// Event actors that failed so far (panicked, or stopped on an error).
     pub fn failures(&self) -> u64 {
-        self.failures.load(Ordering::Relaxed)
+        self.watch.failures.load(Ordering::Relaxed)
     }
 
     /// Stops the supervisor and every event actor under it.
@@ -48,7 +73,7 @@ impl Supervisor {
         }) {
             return Ok(actor.clone());
         }
-        let (actor, _) = Actor::spawn(None, EventSupervisor, self.failures.clone()).await?;
+        let (actor, _) = Actor::spawn(None, EventSupervisor, self.watch.clone()).await?;
         *slot = Some(actor.clone());
         Ok(actor)
     }
@@ -58,27 +83,28 @@ struct EventSupervisor;
 
 impl Actor for EventSupervisor {
     type Msg = ();
-    type State = Arc<AtomicU64>;
-    type Arguments = Arc<AtomicU64>;
+    type State = Watch;
+    type Arguments = Watch;
 
-    async fn pre_start(
-        &self,
-        _: ActorRef<()>,
-        failures: Arc<AtomicU64>,
-    ) -> Result<Arc<AtomicU64>, ActorProcessingErr> {
-        Ok(failures)
+    async fn pre_start(&self, _: ActorRef<()>, watch: Watch) -> Result<Watch, ActorProcessingErr> {
+        Ok(watch)
     }
 
     async fn handle_supervisor_evt(
         &self,
         _: ActorRef<()>,
         message: SupervisionEvent,
-        failures: &mut Arc<AtomicU64>,
+        watch: &mut Watch,
     ) -> Result<(), ActorProcessingErr> {
-        if let SupervisionEvent::ActorFailed(cell, error) = message {
-            failures.fetch_add(1, Ordering::Relaxed);
-            tracing::error!(actor = %cell.get_id(), %error,
-                "event actor failed; the next request for the event starts it again");
+        match message {
+            SupervisionEvent::ActorFailed(cell, error) => {
+                watch.failures.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(actor = %cell.get_id(), %error,
+                    "event actor failed; the next request for the event starts it again");
+                (watch.ended)(cell.get_id());
+            }
+            SupervisionEvent::ActorTerminated(cell, ..) => (watch.ended)(cell.get_id()),
+            _ => {}
         }
         Ok(())
     }
