@@ -212,7 +212,7 @@ async fn nothing_lost(p: &Platform, outcome: &Outcome, roomy: &str, confirmed: &
         seen["totalRegistrations"], total,
         "analytics got every registration once: {seen}"
     );
-    let notified = eventually(60, || async {
+    let messages = || async {
         let row = db
             .query_one(
                 "SELECT count(*), count(DISTINCT source_event_id) FROM notification_service.messages
@@ -221,10 +221,14 @@ async fn nothing_lost(p: &Platform, outcome: &Outcome, roomy: &str, confirmed: &
             )
             .await
             .unwrap();
-        row.get::<_, i64>(0) == total && row.get::<_, i64>(1) == total
-    })
-    .await;
-    assert!(notified, "one ticket message per registration");
+        (row.get::<_, i64>(0), row.get::<_, i64>(1))
+    };
+    let notified = eventually(60, || async { messages().await == (total, total) }).await;
+    let (queued, registrations) = messages().await;
+    assert!(
+        notified,
+        "one ticket message per registration: {queued} messages for {registrations} registrations, of {total}"
+    );
     let stuck: i64 = db
         .query_one(
             "SELECT count(*) FROM notification_service.messages WHERE status IN ('QUEUED', 'SENDING')",
