@@ -113,9 +113,9 @@ async fn database(config: &domain::config::Config) -> anyhow::Result<storage::Da
 
 /// Requests allocate and free many small buffers on one thread and drop them on another;
 /// glibc's allocator spent 17% of a node's CPU on that in a burst (bench/README.md).
-#[cfg(feature = "mimalloc")]
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> anyhow::Result<()> {
     actors::ticketing::when_idle(memory::when_idle);

@@ -1,44 +1,33 @@
 //! Memory a burst used goes back to the operating system once the node is quiet again.
 //!
-//! mimalloc returns the free pages of its arena only when it is asked to collect, which
-//! happens as a side effect of allocating. After a sustained sale, with little allocated any
-//! more, the node stayed at ~170 MB resident, 141 MB of it in mimalloc's arena, for ~30 MB in
-//! use (bench/README.md). Each worker thread collects when it runs out of work, at most every
-//! `EVERY`: a thread that goes idle again and again in a busy second collects once.
+//! The node runs on jemalloc. A sale makes a few long-lived blocks at scattered moments (a
+//! pooled connection's buffers, an actor's mailbox) among a great many short-lived ones, and a
+//! page of the allocator that holds one live block cannot be given back. jemalloc keeps the
+//! blocks of a size class in slabs of a few 4 KiB pages and gives back free pages at that grain;
+//! mimalloc, which the node ran on before, kept them in pages of 64 KiB and more. It also spent
+//! more CPU a registration (bench/README.md, twenty-fourth sitting).
 //!
-//! What a collection frees only leaves the resident size when mimalloc commits its arena's
-//! memory as it is used: by default on Linux it commits a whole arena at once, and the pages a
-//! burst touched stayed resident (82 MB a minute after a sustained sale, against 46 MB with
-//! commit on demand; 51 against 32 MB at the start).
+//! jemalloc gives back pages it has not reused for a while (`dirty_decay_ms`, 10 s) from
+//! background threads of its own, so a node that has gone quiet shrinks without an allocation
+//! to trigger it; what it gives back leaves the resident size at once (`muzzy_decay_ms:0`: no
+//! lazily freed pages the kernel would still count). Each worker thread, when it runs out of
+//! work, at most every `EVERY`, hands the blocks it caches back to their slabs, so the slabs a
+//! burst filled can empty.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-/// The least time between two collections of one thread.
+/// The least time between two flushes of one thread's cache.
 const EVERY: Duration = Duration::from_secs(5);
 
 thread_local! {
     static COLLECTED: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
-/// mimalloc's `arena_eager_commit` (its index in `mi_option_e`, the same in mimalloc 2 and 3).
-#[cfg(feature = "mimalloc")]
-const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
-
-/// Run by the loader before `main`: the standard library allocates before `main` starts, and
-/// the first allocation reserves mimalloc's first arena, whose commit mode is fixed then.
-#[cfg(all(feature = "mimalloc", target_os = "linux"))]
-#[used]
-#[unsafe(link_section = ".init_array")]
-static CONFIGURE: extern "C" fn() = configure;
-
-/// Arenas commit their memory as it is used. `MIMALLOC_ARENA_EAGER_COMMIT` in the environment
-/// still wins.
-#[cfg(feature = "mimalloc")]
-extern "C" fn configure() {
-    // SAFETY: sets one of mimalloc's options to a value it documents; no pointer is passed.
-    unsafe { libmimalloc_sys::mi_option_set_default(ARENA_EAGER_COMMIT, 0) }
-}
+/// jemalloc's options, read when it starts; `_RJEM_MALLOC_CONF` in the environment still wins.
+#[cfg(feature = "jemalloc")]
+#[unsafe(export_name = "_rjem_malloc_conf")]
+pub static MALLOC_CONF: &[u8] = b"background_thread:true,muzzy_decay_ms:0\0";
 
 /// Called by the runtime each time a worker thread parks (has nothing to run).
 pub fn when_idle() {
@@ -51,25 +40,50 @@ pub fn when_idle() {
     });
 }
 
-#[cfg(feature = "mimalloc")]
+#[cfg(feature = "jemalloc")]
 fn collect() {
-    // SAFETY: mi_collect takes no pointer and only frees memory mimalloc itself holds unused.
-    unsafe { libmimalloc_sys::mi_collect(true) }
+    // SAFETY: a control that reads and writes nothing through the pointers it is given.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"thread.tcache.flush".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        );
+    }
 }
 
 /// The system allocator returns what it can on its own (heap profilers need it unchanged).
-#[cfg(not(feature = "mimalloc"))]
+#[cfg(not(feature = "jemalloc"))]
 fn collect() {}
 
-#[cfg(all(test, feature = "mimalloc", target_os = "linux"))]
+#[cfg(all(test, feature = "jemalloc"))]
 mod tests {
+    /// Reads one of jemalloc's options by name.
+    fn option<T: Copy + Default>(name: &std::ffi::CStr) -> T {
+        let mut value = T::default();
+        let mut size = std::mem::size_of::<T>();
+        // SAFETY: `value` and `size` describe a writable place of the option's type.
+        let status = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                name.as_ptr(),
+                (&mut value as *mut T).cast(),
+                &mut size,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        assert_eq!(status, 0, "jemalloc knows {name:?}");
+        value
+    }
+
     #[test]
-    fn the_allocator_commits_its_arenas_as_they_are_used() {
-        if std::env::var_os("MIMALLOC_ARENA_EAGER_COMMIT").is_some() {
+    fn the_allocator_gives_back_what_it_no_longer_uses_on_its_own() {
+        if std::env::var_os("_RJEM_MALLOC_CONF").is_some() {
             return; // the operator's choice wins
         }
-        // SAFETY: reads an option by its documented index.
-        let eager = unsafe { libmimalloc_sys::mi_option_get(super::ARENA_EAGER_COMMIT) };
-        assert_eq!(eager, 0, "set before main by the loader constructor");
+        assert!(option::<bool>(c"opt.background_thread"));
+        assert_eq!(option::<isize>(c"opt.muzzy_decay_ms"), 0);
     }
 }

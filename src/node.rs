@@ -372,8 +372,14 @@ pub async fn start_with(
             .address(&node_config, *service)
             .with_context(|| format!("{} has no address", service.name()))?
             .listen;
-        let listener = tokio::net::TcpListener::bind(addr)
+        let resolved = tokio::net::lookup_host(addr)
             .await
+            .ok()
+            .and_then(|mut found| found.next())
+            .with_context(|| {
+                format!("{} cannot listen on {addr}: not an address", service.name())
+            })?;
+        let listener = http::serve::listen(resolved)
             .with_context(|| format!("{} cannot listen on {addr}", service.name()))?;
         let local = listener.local_addr()?;
         addrs.insert(*service, local);
@@ -387,22 +393,12 @@ pub async fn start_with(
             }
             other => http::router::service(*other, state.clone()),
         };
-        let mut stop = shutdown_rx.clone();
-        let name = service.name();
-        tracing::info!(service = name, %local, "listening");
-        servers.push(tokio::spawn(async move {
-            let served = axum::serve(
-                listener,
-                router.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(async move {
-                let _ = stop.changed().await;
-            })
-            .await;
-            if let Err(e) = served {
-                tracing::error!(service = name, error = %e, "server stopped");
-            }
-        }));
+        let stop = shutdown_rx.clone();
+        let idle = Duration::from_secs(config.http.idle_connection_seconds);
+        tracing::info!(service = service.name(), %local, "listening");
+        servers.push(tokio::spawn(http::serve::serve(
+            listener, router, idle, stop,
+        )));
     }
     if let Some(parts) = state
         .notifications

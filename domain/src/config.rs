@@ -536,6 +536,10 @@ pub struct HttpConfig {
     pub idempotency_ttl_hours: u32,
     /// Public base URL of the gateway, used in links sent by mail.
     pub public_url: String,
+    /// How long a connection may wait before the head of its next request arrives (an idle
+    /// keep-alive connection is closed then), in seconds. Behind a load balancer, longer than
+    /// the balancer's own idle timeout.
+    pub idle_connection_seconds: u64,
 }
 
 /// Gateway settings.
@@ -1033,6 +1037,7 @@ impl Default for HttpConfig {
             json_body_limit: 1024 * 1024,
             idempotency_ttl_hours: 24,
             public_url: "http://localhost:8080".into(),
+            idle_connection_seconds: 75,
         }
     }
 }
@@ -1229,6 +1234,11 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "cluster.lease_ttl_ms must be at least twice cluster.renew_every_ms (above 0)"
                     .into(),
+            ));
+        }
+        if self.http.idle_connection_seconds == 0 {
+            return Err(ConfigError::Invalid(
+                "http.idle_connection_seconds must be above 0: a connection needs time to send its request".into(),
             ));
         }
         Ok(())
@@ -2030,6 +2040,26 @@ mod tests {
         ] {
             assert!(!is_loopback_url(no), "{no}");
         }
+    }
+
+    #[test]
+    fn a_connection_is_given_time_to_send_its_request() {
+        let c = Config::load(Some("[http]\nidle_connection_seconds = 30"), EMPTY).unwrap();
+        assert_eq!(c.http.idle_connection_seconds, 30);
+        assert_eq!(
+            Config::load(None, EMPTY)
+                .unwrap()
+                .http
+                .idle_connection_seconds,
+            75
+        );
+        let err = Config::load(None, [("BILET__HTTP__IDLE_CONNECTION_SECONDS", "0")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("http.idle_connection_seconds must be above 0"),
+            "{err}"
+        );
     }
 
     #[test]

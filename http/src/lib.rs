@@ -26,6 +26,7 @@ pub mod proxy;
 pub mod ratelimit;
 pub mod revocations;
 pub mod router;
+pub mod serve;
 pub mod state;
 pub mod tokens;
 pub mod trust;

@@ -4,6 +4,7 @@
 use crate::support::{TestDb, get};
 use bilet::node;
 use domain::config::Service;
+use std::time::Duration;
 
 #[tokio::test]
 async fn node_serves_health_metrics_and_openapi_on_every_port() {
@@ -137,4 +138,96 @@ async fn the_outbox_backlog_shows_events_the_broker_has_not_taken() {
         "user.registered waits: backlog {}",
         backlog().await
     );
+}
+
+/// Reads from `stream` until the peer closes it or `within` passes; what was read, and whether
+/// it closed.
+async fn read_until_closed(
+    stream: &mut tokio::net::TcpStream,
+    within: Duration,
+) -> (Vec<u8>, bool) {
+    use tokio::io::AsyncReadExt;
+    let mut read = Vec::new();
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let mut buf = [0u8; 4096];
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (read, true),
+            Ok(Ok(n)) => read.extend_from_slice(&buf[..n]),
+            Err(_) => return (read, false),
+        }
+    }
+}
+
+/// Sends one keep-alive request for the liveness check and reads its answer.
+async fn live_on(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream
+        .write_all(b"GET /health/live HTTP/1.1\r\nHost: bilet\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    while !answer.ends_with(b"\"UP\"}") {
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("an answer within 5 s")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed before answering: {}",
+            String::from_utf8_lossy(&answer)
+        );
+        answer.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn a_connection_that_sends_no_request_in_time_is_closed() {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
+    let t = TestDb::new().await;
+    let mut config = t.config.clone();
+    config.http.idle_connection_seconds = 1;
+    let node = node::start(config).await.unwrap();
+    let gateway = node.addrs[&Service::Gateway];
+
+    let mut silent = TcpStream::connect(gateway).await.unwrap();
+    // Half a request head, the rest never sent (a slow client, or one holding connections).
+    let mut trickling = TcpStream::connect(gateway).await.unwrap();
+    trickling
+        .write_all(b"GET /health/live HTTP/1.1\r\nHost: bilet\r\n")
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    // A connection that keeps sending within the deadline is served every time.
+    let mut kept = TcpStream::connect(gateway).await.unwrap();
+    for _ in 0..3 {
+        let answer = live_on(&mut kept).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    let (said, closed) = read_until_closed(&mut silent, Duration::from_secs(5)).await;
+    assert!(closed, "a silent connection stays open");
+    assert!(said.is_empty(), "{}", String::from_utf8_lossy(&said));
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "closed before its deadline"
+    );
+    let (said, closed) = read_until_closed(&mut trickling, Duration::from_secs(5)).await;
+    assert!(
+        closed,
+        "a connection that never finishes its request head stays open"
+    );
+    let said = String::from_utf8_lossy(&said);
+    assert!(
+        !said.contains(" 200 "),
+        "an unfinished request was answered: {said}"
+    );
+    // Idle past the deadline after its last answer, the served one is closed too.
+    let (_, closed) = read_until_closed(&mut kept, Duration::from_secs(5)).await;
+    assert!(closed, "an idle keep-alive connection stays open");
+    node.stop().await;
 }
