@@ -374,10 +374,13 @@ pub async fn start_with(
             .listen;
         let resolved = tokio::net::lookup_host(addr)
             .await
-            .ok()
-            .and_then(|mut found| found.next())
+            .with_context(|| format!("{} cannot listen on {addr}", service.name()))?
+            .next()
             .with_context(|| {
-                format!("{} cannot listen on {addr}: not an address", service.name())
+                format!(
+                    "{} cannot listen on {addr}: it names no address",
+                    service.name()
+                )
             })?;
         let listener = http::serve::listen(resolved)
             .with_context(|| format!("{} cannot listen on {addr}", service.name()))?;
