@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 const EVERY: Duration = Duration::from_secs(5);
 
 thread_local! {
-    static COLLECTED: Cell<Option<Instant>> = const { Cell::new(None) };
+    static FLUSHED: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
 /// jemalloc's options, read when it starts; `_RJEM_MALLOC_CONF` in the environment still wins.
@@ -31,17 +31,17 @@ pub static MALLOC_CONF: &[u8] = b"background_thread:true,muzzy_decay_ms:0\0";
 
 /// Called by the runtime each time a worker thread parks (has nothing to run).
 pub fn when_idle() {
-    COLLECTED.with(|collected| {
-        if collected.get().is_some_and(|at| at.elapsed() < EVERY) {
+    FLUSHED.with(|flushed| {
+        if flushed.get().is_some_and(|at| at.elapsed() < EVERY) {
             return;
         }
-        collected.set(Some(Instant::now()));
-        collect();
+        flushed.set(Some(Instant::now()));
+        flush();
     });
 }
 
 #[cfg(feature = "jemalloc")]
-fn collect() {
+fn flush() {
     // SAFETY: a control that reads and writes nothing through the pointers it is given.
     unsafe {
         tikv_jemalloc_sys::mallctl(
@@ -56,7 +56,7 @@ fn collect() {
 
 /// The system allocator returns what it can on its own (heap profilers need it unchanged).
 #[cfg(not(feature = "jemalloc"))]
-fn collect() {}
+fn flush() {}
 
 #[cfg(all(test, feature = "jemalloc"))]
 mod tests {

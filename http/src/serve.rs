@@ -5,7 +5,7 @@
 //! answered the excess with SYN cookies, and some connections ended established on the node's
 //! side with no client on the other. Nothing closed them — no request ever came, and the
 //! server waited for one without a deadline — so each kept its buffers and task for the life
-//! of the process (471 to 1,050 of them after a sustained sale, 40–50 MB; bench/README.md).
+//! of the process (471 to 1,050 of them after a sustained sale, 40–70 MB; bench/README.md).
 //! Anyone can also open connections and leave them idle on purpose. So: a listen queue that
 //! holds a burst; a deadline for a connection's first bytes and for each request's head (which
 //! is also how long an idle keep-alive connection stays open); pings on HTTP/2 connections
