@@ -372,7 +372,8 @@ async fn count_and_answer(
     } else if may_revoke(request.method(), path) {
         // Refusals too: a reused refresh token is refused and ends its session.
         let response = next.run(request).await;
-        let read = door.revocations.refresh();
+        // Boxed: inline, this read after identity's writes would size every request's future.
+        let read = Box::pin(door.revocations.refresh());
         match tokio::time::timeout(Duration::from_secs(1), read).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "revocations not read after a change"),

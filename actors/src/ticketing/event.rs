@@ -136,46 +136,8 @@ impl Actor for EventActor {
                     remind_at(&myself, state, due);
                 }
             }
-            EventMsg::Remind => {
-                let Some(due) = state.reminder_due else {
-                    return Ok(());
-                };
-                let now = state.args.clock.now();
-                if due > now {
-                    // Woken to look at the clock again: nothing to write yet.
-                    remind_at(&myself, state, due);
-                    return Ok(());
-                }
-                let (db, event, fence) = (&state.args.db, state.args.event, &state.args.fence);
-                match catalog::remind(db, fence, event, now).await {
-                    Ok(sent) => {
-                        if sent {
-                            tracing::info!(%event, "event reminder sent");
-                        }
-                        // Sent, or not any more (the event moved or was cancelled meanwhile).
-                        state.reminder_due = catalog::reminder_due_at(db, event)
-                            .await
-                            .ok()
-                            .flatten()
-                            .filter(|next| *next > due);
-                        if let Some(next) = state.reminder_due {
-                            remind_at(&myself, state, next);
-                        }
-                    }
-                    Err(e) if e.is_fenced() => {
-                        // The shard is someone else's now: so are its timers.
-                        state.args.owner.count_fenced();
-                        tracing::warn!(%event, error = %e, "reminder refused: the shard moved");
-                        myself.stop(Some("fenced".into()));
-                    }
-                    Err(e) => {
-                        tracing::warn!(%event, error = %e, "event reminder failed; retrying");
-                        state
-                            .remind
-                            .set(myself.send_after(Duration::from_secs(5), || EventMsg::Remind));
-                    }
-                }
-            }
+            // Boxed for the reason of `child`'s start: a reminder is written once an event.
+            EventMsg::Remind => Box::pin(remind(&myself, state)).await,
             EventMsg::Idle => {
                 let left = super::idle_left(state.last_active.elapsed(), state.args.idle);
                 if left.is_none() && state.children.is_empty() && state.held.is_empty() {
@@ -293,9 +255,59 @@ async fn child(
         committer: state.args.committer.clone(),
         deadlines: state.args.deadlines.clone(),
     };
-    let (actor, _) = Actor::spawn_linked(None, TicketTypeActor, args, myself.get_cell()).await?;
+    // Boxed: starting an actor is rare and its future large; inline it would size the future
+    // of every seat the event actor hands on.
+    let (actor, _) = Box::pin(Actor::spawn_linked(
+        None,
+        TicketTypeActor,
+        args,
+        myself.get_cell(),
+    ))
+    .await?;
     state.children.insert(ticket_type, actor.clone());
     Ok(actor)
+}
+
+/// Writes the event's reminder once it is due, then sets the timer for the next one.
+async fn remind(myself: &ActorRef<EventMsg>, state: &mut EventState) {
+    let Some(due) = state.reminder_due else {
+        return;
+    };
+    let now = state.args.clock.now();
+    if due > now {
+        // Woken to look at the clock again: nothing to write yet.
+        remind_at(myself, state, due);
+        return;
+    }
+    let (db, event, fence) = (&state.args.db, state.args.event, &state.args.fence);
+    match catalog::remind(db, fence, event, now).await {
+        Ok(sent) => {
+            if sent {
+                tracing::info!(%event, "event reminder sent");
+            }
+            // Sent, or not any more (the event moved or was cancelled meanwhile).
+            state.reminder_due = catalog::reminder_due_at(db, event)
+                .await
+                .ok()
+                .flatten()
+                .filter(|next| *next > due);
+            if let Some(next) = state.reminder_due {
+                remind_at(myself, state, next);
+            }
+        }
+        Err(e) if e.is_fenced() => {
+            // The shard is someone else's now: so are its timers.
+            state.args.owner.count_fenced();
+            tracing::warn!(%event, error = %e, "reminder refused: the shard moved");
+            myself.stop(Some("fenced".into()));
+        }
+        Err(e) => {
+            tracing::warn!(%event, error = %e, "event reminder failed; retrying");
+            state
+                .remind
+                .set(myself.send_after(Duration::from_secs(5), || EventMsg::Remind));
+        }
+    }
 }
 
 /// Reads when the reminder falls due on a task of its own, which tells the actor (or asks it

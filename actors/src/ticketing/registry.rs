@@ -235,6 +235,19 @@ impl Ticketing {
         if let Some(actor) = self.running_actor(event, lease)? {
             return Ok(actor);
         }
+        // Boxed: starting an actor is rare and its future large; inline it would size the
+        // future of every seat request.
+        Box::pin(self.start(event, fence)).await
+    }
+
+    /// Starts the actor of `event` under `fence`, unless another request started it while
+    /// this one waited its turn.
+    async fn start(
+        &self,
+        event: Uuid,
+        fence: &Fence,
+    ) -> Result<ActorRef<EventMsg>, TicketingError> {
+        let lease = fence.leases()[0];
         let _turn = self.starting.turn(event).await;
         if let Some(actor) = self.running_actor(event, lease)? {
             return Ok(actor);
@@ -291,14 +304,16 @@ impl Ticketing {
         let moved = || TicketingError::Moved(format!("shard {} of event {event}", shard_of(event)));
         if self.mode == TicketingMode::Direct {
             let fence = self.owner.fence_of(event).ok_or_else(moved)?;
-            return ticket_type::direct(
+            // Boxed: the transaction's future is kilobytes, which inline would size (and have
+            // every layer above move) each request's future in the actors' mode too.
+            return Box::pin(ticket_type::direct(
                 &self.db,
                 &fence,
                 &self.owner,
                 ticket_type,
                 &request,
                 self.clock.now(),
-            )
+            ))
             .await;
         }
         // An actor that stopped (idle, or replaced) between lookup and send is replaced once.

@@ -166,7 +166,10 @@ impl Actor for TicketTypeActor {
                         state.args.ticket_type
                     );
                 }
-                flush(&myself, state).await;
+                // Boxed: the flush holds its transaction's future, kilobytes that inline
+                // would size every message's future, and ractor moves that future for each
+                // seat request the actor takes (bench/README.md, twenty-sixth sitting).
+                Box::pin(flush(&myself, state)).await;
             }
             TicketTypeMsg::FlusherFailed => {
                 return Err(

@@ -73,6 +73,13 @@ pub async fn route_to_owner(
     if read || state.ticketing.holds(event) {
         return next.run(request).await;
     }
+    // Boxed: forwarding's futures are kilobytes, which inline would size (and every layer
+    // around this one move) the future of each request this node serves itself.
+    Box::pin(forward(state, request, event)).await
+}
+
+/// Sends a request for an event of a shard held elsewhere to the shard's owner, once.
+async fn forward(state: AppState, request: Request, event: Uuid) -> Response {
     let shard = shard_of(event);
     if request.headers().contains_key(&FORWARDED_BY) {
         return moved(&format!(

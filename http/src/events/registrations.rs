@@ -182,8 +182,14 @@ async fn answer(
         // Rare: tell "no such event" (404) from "no such ticket type" (400) with the caller's
         // own read.
         SeatOutcome::NotFound | SeatOutcome::Replayed(_) => {
-            let (_, ticket_type) =
-                catalog::get_with_type(&state.db, caller.scope(), event_id, ticket_type_id).await?;
+            // Boxed: inline, this rare read would size the future of every seat request.
+            let (_, ticket_type) = Box::pin(catalog::get_with_type(
+                &state.db,
+                caller.scope(),
+                event_id,
+                ticket_type_id,
+            ))
+            .await?;
             match ticket_type {
                 None => Err(ApiError::field(
                     "ticketTypeId",
