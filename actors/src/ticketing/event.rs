@@ -136,7 +136,8 @@ impl Actor for EventActor {
                     remind_at(&myself, state, due);
                 }
             }
-            // Boxed for the reason of `child`'s start: a reminder is written once an event.
+            // Boxed, as an actor's start is in `child`: a reminder is written once an event,
+            // and its write inline would size the future of every seat the actor hands on.
             EventMsg::Remind => Box::pin(remind(&myself, state)).await,
             EventMsg::Idle => {
                 let left = super::idle_left(state.last_active.elapsed(), state.args.idle);
