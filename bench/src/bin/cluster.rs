@@ -8,7 +8,8 @@
 //! `cargo build --release --bin bilet -p bench --bin cluster && target/release/cluster`
 //! (DATABASE_URL: an owner connection; the database `bilet_bench_cluster` is recreated for
 //! each run). EVENTS, REQUESTS, SEATS_PER_EVENT, CONCURRENCY, RATE, NODES (`1,3`) and
-//! CPU_QUOTA (each events node's share of a core, through a cgroup v1 cpu cgroup) tune it;
+//! CPU_QUOTA (each events node's share of a core, through a cgroup v1 cpu cgroup) with
+//! CPU_PERIOD_MS (the cgroup's accounting period, 100 ms) tune it;
 //! BILET_BIN names the `bilet` binary.
 
 use anyhow::Context;
@@ -35,8 +36,12 @@ const IN_FLIGHT: usize = 4096;
 /// Where the cgroup v1 cpu controller is mounted: `CPU_QUOTA` needs it.
 const CPU_CGROUPS: &str = "/sys/fs/cgroup/cpu";
 
-/// Microseconds of a CFS period: the quota is a fraction of it.
+/// Microseconds of a CFS period unless `CPU_PERIOD_MS` says otherwise: the quota is a
+/// fraction of it.
 const CFS_PERIOD_US: u64 = 100_000;
+
+/// The kernel's shortest CFS quota and period.
+const CFS_MIN_US: u64 = 1_000;
 
 /// A gateway and `n` events nodes as processes.
 struct Processes {
@@ -44,8 +49,8 @@ struct Processes {
     nodes: BTreeMap<String, (String, Child)>,
     file: PathBuf,
     bin: PathBuf,
-    /// With `CPU_QUOTA`: each events node's share of a core.
-    quota: Option<f64>,
+    /// With `CPU_QUOTA`: each events node's share of a core, and the period it is counted over.
+    quota: Option<Cap>,
     /// The cgroups made for the events nodes, removed once their processes are gone.
     cgroups: Vec<PathBuf>,
 }
@@ -56,7 +61,7 @@ impl Processes {
         db_url: &str,
         amqp: &str,
         n: usize,
-        quota: Option<f64>,
+        quota: Option<Cap>,
     ) -> anyhow::Result<Processes> {
         let dir =
             std::env::temp_dir().join(format!("bilet-bench-cluster-{}", Uuid::now_v7().simple()));
@@ -145,15 +150,15 @@ services = ["gateway"]
         Ok(processes)
     }
 
-    /// Makes (or reuses) the cgroup `bilet-bench-<node>` capped at `quota` of a core.
-    fn cgroup(&mut self, node: &str, quota: f64) -> anyhow::Result<PathBuf> {
+    /// Makes (or reuses) the cgroup `bilet-bench-<node>` capped at `cap`.
+    fn cgroup(&mut self, node: &str, cap: Cap) -> anyhow::Result<PathBuf> {
         let cgroup = Path::new(CPU_CGROUPS).join(format!("bilet-bench-{node}"));
         std::fs::create_dir_all(&cgroup)
             .with_context(|| format!("mkdir {} (CPU_QUOTA needs root)", cgroup.display()))?;
         self.cgroups.push(cgroup.clone());
-        let quota_us = ((quota * CFS_PERIOD_US as f64).round() as u64).max(1_000);
+        let quota_us = ((cap.share * cap.period_us as f64).round() as u64).max(CFS_MIN_US);
         for (file, value) in [
-            ("cpu.cfs_period_us", CFS_PERIOD_US),
+            ("cpu.cfs_period_us", cap.period_us),
             ("cpu.cfs_quota_us", quota_us),
         ] {
             std::fs::write(cgroup.join(file), value.to_string())
@@ -210,13 +215,22 @@ impl Drop for Processes {
     }
 }
 
-/// The share of a core each events node may use, from `CPU_QUOTA`; refused without the cgroup
+/// An events node's slice of the CPU: `share` of a core, counted over each `period_us`. A
+/// node that has used its share waits out the rest of the period, so a long period makes a
+/// capped node stall in long steps where a slow host would only be slow.
+#[derive(Clone, Copy)]
+struct Cap {
+    share: f64,
+    period_us: u64,
+}
+
+/// Each events node's cap, from `CPU_QUOTA` and `CPU_PERIOD_MS`; refused without the cgroup
 /// v1 cpu controller (the benchmark mounts nothing).
-fn cpu_quota() -> anyhow::Result<Option<f64>> {
+fn cpu_quota() -> anyhow::Result<Option<Cap>> {
     let Ok(text) = std::env::var("CPU_QUOTA") else {
         return Ok(None);
     };
-    let quota: f64 = text
+    let share: f64 = text
         .trim()
         .parse()
         .ok()
@@ -224,11 +238,28 @@ fn cpu_quota() -> anyhow::Result<Option<f64>> {
         .with_context(|| {
             format!("CPU_QUOTA must be a share of a core above 0 (e.g. 0.2), not `{text}`")
         })?;
+    let period_us = match std::env::var("CPU_PERIOD_MS") {
+        Err(_) => CFS_PERIOD_US,
+        Ok(text) => text
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .map(|ms| ms * 1_000)
+            .filter(|us| (CFS_MIN_US..=1_000_000).contains(us))
+            .with_context(|| {
+                format!("CPU_PERIOD_MS must be whole milliseconds from 1 to 1000, not `{text}`")
+            })?,
+    };
+    anyhow::ensure!(
+        share * period_us as f64 >= CFS_MIN_US as f64,
+        "CPU_QUOTA {share} of a CPU_PERIOD_MS of {} ms is below the kernel's shortest quota (1 ms); lengthen the period",
+        period_us / 1_000
+    );
     anyhow::ensure!(
         Path::new(CPU_CGROUPS).join("cpu.cfs_quota_us").exists(),
         "CPU_QUOTA needs the cgroup v1 cpu controller at {CPU_CGROUPS} (with cpu.cfs_quota_us), which this machine does not have; unset CPU_QUOTA or run where it is mounted"
     );
-    Ok(Some(quota))
+    Ok(Some(Cap { share, period_us }))
 }
 
 /// CPU ticks used by each kind of process.
@@ -535,8 +566,8 @@ struct Setup {
     events: usize,
     requests: usize,
     seats: usize,
-    /// With `CPU_QUOTA`: each events node's share of a core.
-    cpu_quota: Option<f64>,
+    /// With `CPU_QUOTA`: each events node's cap.
+    cpu_quota: Option<Cap>,
 }
 
 /// Kills the owner of the first event; returns it, how many events it owned and the time until
@@ -688,9 +719,11 @@ async fn main() -> anyhow::Result<()> {
         "cluster: {} registrations spread round-robin over {} events on sale at once, {} seats each (every type sells out), through one gateway; events nodes are separate processes on this machine",
         setup.requests, setup.events, setup.seats
     );
-    if let Some(quota) = setup.cpu_quota {
+    if let Some(cap) = setup.cpu_quota {
         println!(
-            "each events node capped at {quota} of a core (cgroup v1 cpu, {CPU_CGROUPS}/bilet-bench-<node>); the gateway and PostgreSQL uncapped"
+            "each events node capped at {} of a core counted over {} ms (cgroup v1 cpu, {CPU_CGROUPS}/bilet-bench-<node>); the gateway and PostgreSQL uncapped",
+            cap.share,
+            cap.period_us / 1_000
         );
     }
     let mut failovers = Vec::new();
