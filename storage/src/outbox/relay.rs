@@ -163,9 +163,14 @@ async fn publish_round(
     let s = schema.name();
     let tx = db.begin(crate::Scope::anonymous()).await?;
     // One relay per schema at a time keeps the order; another process skips the round.
+    // Sorting is ruled out for the round's read: each day's pending index already gives its
+    // rows in order, and once a day's table has been analyzed while nothing of it waited, the
+    // planner expects one pending row and reads all of them to sort them (during a burst over
+    // a thousand events, 95 ms a round instead of 3), where merging the days' indexes stops at
+    // the batch.
     let locked: bool = tx
         .query_one(
-            "SELECT pg_try_advisory_xact_lock(hashtext($1))",
+            "SELECT pg_try_advisory_xact_lock(hashtext($1)), set_config('enable_sort', 'off', true)",
             &[&format!("bilet-outbox-{s}")],
         )
         .await
