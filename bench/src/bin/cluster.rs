@@ -244,7 +244,7 @@ fn cpu_quota() -> anyhow::Result<Option<Cap>> {
             .trim()
             .parse::<u64>()
             .ok()
-            .map(|ms| ms * 1_000)
+            .and_then(|ms| ms.checked_mul(1_000))
             .filter(|us| (CFS_MIN_US..=1_000_000).contains(us))
             .with_context(|| {
                 format!("CPU_PERIOD_MS must be whole milliseconds from 1 to 1000, not `{text}`")
