@@ -44,20 +44,27 @@ pub fn target(map: &ShardMap, event: Option<Uuid>, read: bool) -> Option<Arc<str
     }
 }
 
-/// Resolves once the map no longer sends this request to `base`: the event's shard has
-/// another owner (or none), or `base` is no longer a live member.
-pub async fn moved_away(map: &ShardMap, event: Option<Uuid>, base: &str) {
+/// Whether the map would still send this request to `base`: to the event's owner; or, for a
+/// read of a shard without owner (or a request about no event), to any live member.
+///
+/// It must agree with `target`: a request sent where `target` chose, and found "moved" at
+/// once, would be sent again without a pause, over and over. A read of an unowned shard
+/// (its owner's leases lapsed in a burst) did exactly that — millions of sendings a minute,
+/// the gateway's memory growing by gigabytes.
+pub fn still_sends_to(map: &ShardMap, event: Option<Uuid>, read: bool, base: &str) -> bool {
+    let base = base.trim_end_matches('/');
+    match event.map(|e| map.owner(domain::cluster::shard_of(e))) {
+        Some(Some(owner)) => owner.trim_end_matches('/') == base,
+        Some(None) if !read => false,
+        _ => map.is_member(base),
+    }
+}
+
+/// Resolves once the map no longer sends this request to `base` (`still_sends_to`): the
+/// event's shard has another owner, or `base` is no longer a live member.
+pub async fn moved_away(map: &ShardMap, event: Option<Uuid>, read: bool, base: &str) {
     let mut changes = map.changes();
-    loop {
-        let still = match event {
-            Some(e) => map
-                .owner(domain::cluster::shard_of(e))
-                .is_some_and(|owner| owner.trim_end_matches('/') == base),
-            None => map.is_member(base),
-        };
-        if !still {
-            return;
-        }
+    while still_sends_to(map, event, read, base) {
         if changes.changed().await.is_err() {
             // The map stopped: nothing will move any more.
             std::future::pending::<()>().await;
@@ -80,6 +87,78 @@ pub async fn pause(map: &ShardMap, attempt: u32, deadline: Instant) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use domain::cluster::{SHARDS, shard_of};
+
+    /// A map of members `a` and `b` where `event`'s shard is owned by `owner`.
+    fn map(event: Uuid, owner: Option<&str>) -> ShardMap {
+        let map = ShardMap::new("fingerprint");
+        let mut owners = vec![None; usize::from(SHARDS)];
+        owners[usize::from(shard_of(event).0)] = owner.map(Arc::from);
+        map.show(owners, vec![Arc::from("http://a"), Arc::from("http://b")]);
+        map
+    }
+
+    #[test]
+    fn wherever_target_sends_a_request_the_map_still_sends_it_until_it_changes() {
+        let event = Uuid::now_v7();
+        for owner in [Some("http://a"), Some("http://b/"), None] {
+            let map = map(event, owner);
+            for about in [Some(event), None] {
+                for read in [true, false] {
+                    // Members are taken in turn: ask enough times to meet each.
+                    for _ in 0..4 {
+                        if let Some(base) = target(&map, about, read) {
+                            assert!(
+                                still_sends_to(&map, about, read, &base),
+                                "owner {owner:?}, event {about:?}, read {read}: sent to {base} and moved at once"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_read_of_an_unowned_shard_is_held_at_its_member_until_the_shard_is_owned() {
+        let event = Uuid::now_v7();
+        let map = map(event, None);
+        let base = target(&map, Some(event), true).unwrap();
+        let waiting = moved_away(&map, Some(event), true, &base);
+        tokio::pin!(waiting);
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), &mut waiting)
+                .await
+                .is_err(),
+            "a read sent to a live member does not move while the shard has no owner"
+        );
+        // The shard is owned by the other member: the read goes there.
+        let other = if &*base == "http://a" {
+            "http://b"
+        } else {
+            "http://a"
+        };
+        let mut owners = vec![None; usize::from(SHARDS)];
+        owners[usize::from(shard_of(event).0)] = Some(Arc::from(other));
+        map.show(owners, vec![Arc::from("http://a"), Arc::from("http://b")]);
+        tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("moved once the shard has another owner");
+        assert_eq!(target(&map, Some(event), true).as_deref(), Some(other));
+    }
+
+    #[test]
+    fn a_write_moves_when_its_owner_changes_or_leaves() {
+        let event = Uuid::now_v7();
+        let owned = map(event, Some("http://a"));
+        assert!(still_sends_to(&owned, Some(event), false, "http://a/"));
+        assert!(!still_sends_to(&owned, Some(event), false, "http://b"));
+        let unowned = map(event, None);
+        assert!(!still_sends_to(&unowned, Some(event), false, "http://a"));
+        // A request about no event stays with a live member, not with a departed one.
+        assert!(still_sends_to(&unowned, None, false, "http://b"));
+        assert!(!still_sends_to(&unowned, None, true, "http://c"));
+    }
 
     #[test]
     fn reads_and_keyed_seat_requests_may_be_sent_again() {

@@ -202,7 +202,7 @@ async fn forward(State(upstream): State<Upstream>, request: Request) -> Response
         // the hand-over time bounds waiting for an owner, not serving.
         let answered = tokio::select! {
             answer = sent => Some(answer),
-            _ = handover::moved_away(map, event, base) => None,
+            _ = handover::moved_away(map, event, read, base) => None,
         };
         match answered {
             Some(answer) if answer.status() != StatusCode::SERVICE_UNAVAILABLE => return answer,

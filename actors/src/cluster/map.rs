@@ -103,6 +103,13 @@ impl ShardMap {
             .iter()
             .map(|m| Arc::from(m.address.as_str()))
             .collect();
+        self.show(owners, members);
+        Ok(())
+    }
+
+    /// Takes a reading: `owners` by shard, the live `members`' addresses. Waiting requests are
+    /// told only when it differs from the last.
+    pub fn show(&self, owners: Vec<Option<Arc<str>>>, members: Vec<Arc<str>>) {
         let view = View { owners, members };
         let mut current = self.view.write().unwrap_or_else(|p| p.into_inner());
         if *current != view {
@@ -110,7 +117,6 @@ impl ShardMap {
             drop(current);
             self.changes.send_modify(|n| *n += 1);
         }
-        Ok(())
     }
 
     /// Keeps the map fresh until `stop` changes: on every NOTIFY of a change of owners and at

@@ -313,6 +313,7 @@ async fn stored(t: &TestDb, created: &[Uuid], sales: &[(Uuid, Uuid)]) {
 
 #[tokio::test]
 async fn six_processes_against_sixty_connections_answer_no_500_and_store_every_201() {
+    let test_start = Instant::now();
     let mut t = TestDb::new().await;
     t.config.database.pool_size = TEST_POOL as usize;
     t.db = storage::Database::connect(&t.config.database).unwrap();
@@ -340,10 +341,13 @@ async fn six_processes_against_sixty_connections_answer_no_500_and_store_every_2
         "readiness warns: {ready}"
     );
     let sales_a = sales(&http, &gateway, 200).await;
+    let begun = Instant::now();
     let (created, unavailable, failed) = burst(&http, &gateway, &sales_a, CLIENTS).await;
     eprintln!(
-        "pools of 32 each: {} registered, 503 answers (retried) {unavailable:?}, {failed} answers 5xx other than 503",
-        created.len()
+        "pools of 32 each, {:.1} s after the test's start: {} registered in {:.1} s, 503 answers (retried) {unavailable:?}, {failed} answers 5xx other than 503",
+        (begun - test_start).as_secs_f64(),
+        created.len(),
+        begun.elapsed().as_secs_f64()
     );
     assert_eq!(failed, 0, "no 500 without a connection");
     assert_eq!(created.len(), CLIENTS);
@@ -371,11 +375,14 @@ async fn six_processes_against_sixty_connections_answer_no_500_and_store_every_2
     let ready = readiness(&http, &gateway).await;
     assert!(ready.get("warnings").is_none(), "no warning: {ready}");
     let sales_b = sales(&http, &gateway, 200).await;
+    let begun = Instant::now();
     let (created, unavailable, failed) = burst(&http, &gateway, &sales_b, CLIENTS).await;
     eprintln!(
-        "with database.max_connections = {}: {} registered, 503 answers (retried) {unavailable:?}, {failed} other 5xx",
+        "with database.max_connections = {}, {:.1} s after the test's start: {} registered in {:.1} s, 503 answers (retried) {unavailable:?}, {failed} other 5xx",
         ROLE_LIMIT as u32 - TEST_POOL,
-        created.len()
+        (begun - test_start).as_secs_f64(),
+        created.len(),
+        begun.elapsed().as_secs_f64()
     );
     assert_eq!(failed, 0, "no 500 without a connection");
     assert_eq!(created.len(), CLIENTS);
