@@ -142,6 +142,14 @@ impl Fence {
     /// Checks inside `tx` that the node still holds every lease, and key-share-locks their
     /// rows until `tx` ends: a takeover skips a locked row, so either this commit lands while
     /// the leases hold or nothing of it is written.
+    ///
+    /// Each lease is looked up by its shard's key, in a subquery the planner cannot turn into
+    /// a scan of the table. Renewals rewrite every lease row a few times a second, and while
+    /// any transaction of the database is long (a backup, an export) none of those versions
+    /// can be pruned: the table grows by hundreds of pages a minute. A seat transaction's plan
+    /// is made once per connection (generic plans), when the table was a dozen pages and a
+    /// scan of it the cheapest; that scan then read every page of the grown table in every
+    /// seat transaction for the rest of the connection's life.
     pub async fn check(&self, tx: &Tx) -> Result<(), Error> {
         if self.leases.is_empty() {
             return Ok(());
@@ -149,11 +157,12 @@ impl Fence {
         let epochs: Vec<i64> = self.leases.iter().map(|l| l.epoch).collect();
         let stmt = tx
             .prepare_cached(
-                "SELECT l.shard FROM event_service.shard_leases l
-                 JOIN UNNEST($1::int2[], $2::int8[]) AS h(shard, epoch)
-                   ON h.shard = l.shard AND h.epoch = l.epoch
-                 WHERE l.owner = $3 AND l.expires_at > clock_timestamp()
-                 FOR KEY SHARE OF l",
+                "SELECT k.shard FROM UNNEST($1::int2[], $2::int8[]) AS h(shard, epoch),
+                 LATERAL (SELECT l.shard FROM event_service.shard_leases l
+                          WHERE l.shard = h.shard AND l.epoch = h.epoch
+                            AND l.owner = $3 AND l.expires_at > clock_timestamp()
+                          LIMIT 1
+                          FOR KEY SHARE) k",
             )
             .await?;
         let held = tx
