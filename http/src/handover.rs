@@ -33,30 +33,44 @@ fn is_seat_request(path: &str) -> bool {
         && path.matches('/').count() == 5
 }
 
-/// Where a request goes in the map: the owner of the event it names; a read (which needs no
-/// owner) to any member when the shard has none; other requests to any member.
-pub fn target(map: &ShardMap, event: Option<Uuid>, read: bool) -> Option<Arc<str>> {
-    let owner = event.map(|e| map.owner(domain::cluster::shard_of(e)));
-    match owner {
-        Some(Some(owner)) => Some(owner),
-        Some(None) if !read => None,
-        _ => map.any_member(),
+/// Where the map sends a request: the owner of the event it names; a read (which needs no
+/// owner) to any member when the shard has none; a request about no event to any member; other
+/// requests nowhere until the shard has an owner.
+enum Destination {
+    Owner(Arc<str>),
+    AnyMember,
+    Nowhere,
+}
+
+fn destination(map: &ShardMap, event: Option<Uuid>, read: bool) -> Destination {
+    match event.map(|e| map.owner(domain::cluster::shard_of(e))) {
+        Some(Some(owner)) => Destination::Owner(owner),
+        Some(None) if !read => Destination::Nowhere,
+        _ => Destination::AnyMember,
     }
 }
 
-/// Whether the map would still send this request to `base`: to the event's owner; or, for a
-/// read of a shard without owner (or a request about no event), to any live member.
+/// The address a request goes to now (`destination`), members taken in turn.
+pub fn target(map: &ShardMap, event: Option<Uuid>, read: bool) -> Option<Arc<str>> {
+    match destination(map, event, read) {
+        Destination::Owner(owner) => Some(owner),
+        Destination::AnyMember => map.any_member(),
+        Destination::Nowhere => None,
+    }
+}
+
+/// Whether the map would still send this request to `base`.
 ///
-/// It must agree with `target`: a request sent where `target` chose, and found "moved" at
-/// once, would be sent again without a pause, over and over. A read of an unowned shard
-/// (its owner's leases lapsed in a burst) did exactly that — millions of sendings a minute,
-/// the gateway's memory growing by gigabytes.
+/// Both this and `target` read `destination`: a request sent where `target` chose, and found
+/// "moved" at once, would be sent again without a pause, over and over. A read of an unowned
+/// shard (its owner's leases lapsed in a burst) did exactly that when "moved" was judged by the
+/// owner alone — millions of sendings a minute, the gateway's memory growing by gigabytes.
 pub fn still_sends_to(map: &ShardMap, event: Option<Uuid>, read: bool, base: &str) -> bool {
     let base = base.trim_end_matches('/');
-    match event.map(|e| map.owner(domain::cluster::shard_of(e))) {
-        Some(Some(owner)) => owner.trim_end_matches('/') == base,
-        Some(None) if !read => false,
-        _ => map.is_member(base),
+    match destination(map, event, read) {
+        Destination::Owner(owner) => owner.trim_end_matches('/') == base,
+        Destination::AnyMember => map.is_member(base),
+        Destination::Nowhere => false,
     }
 }
 
