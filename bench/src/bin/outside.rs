@@ -8,7 +8,10 @@
 //! (DATABASE_URL: an owner connection; the database `bilet_bench_outside` is recreated). EVENTS,
 //! REQUESTS, SEATS, CONNECTIONS, DURATION, THREADS and TIMEOUT tune it; BILET_BIN, WRK and
 //! WRK_SCRIPT name the programs. HISTORY=<n> first seeds the history of `n` registrations sold
-//! before (`bench::history`), so the burst meets full tables instead of empty ones.
+//! before (`bench::history`), so the burst meets full tables instead of empty ones. Either way
+//! the database is analyzed before the burst (`ANALYZE=0` skips it on a fresh one), as
+//! autovacuum would have left it in production: a server run without autovacuum never gives a
+//! fresh database statistics, while the history's seed does, so the two would be planned apart.
 
 use anyhow::Context;
 use bench::node::Node;
@@ -46,6 +49,8 @@ struct Setup {
     timeout: usize,
     /// Registrations already sold before the burst (0: a fresh database).
     history: usize,
+    /// Whether a fresh database is analyzed before the burst (the history's seed always is).
+    analyze: bool,
 }
 
 fn setup() -> anyhow::Result<Setup> {
@@ -71,6 +76,7 @@ fn setup() -> anyhow::Result<Setup> {
         duration: env_or("DURATION", 120),
         timeout: env_or("TIMEOUT", 10),
         history: env_or("HISTORY", 0),
+        analyze: env_or("ANALYZE", 1) != 0,
     })
 }
 
@@ -319,6 +325,10 @@ async fn main() -> anyhow::Result<()> {
         let (seeder, connection) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls).await?;
         tokio::spawn(connection);
         bench::history::seed(&seeder, setup.history).await?;
+    } else if setup.analyze {
+        // The seed analyzes what it wrote, the sale's events and types among them; a fresh
+        // database gets the same statistics of its sale.
+        db.batch_execute("ANALYZE").await.context("outside: ANALYZE")?;
     }
     // Signed last, right before the run: the tokens are valid for 15 minutes.
     let file = node.dir.join("requests.tsv");
