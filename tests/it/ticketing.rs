@@ -1497,6 +1497,92 @@ fn seat_batch(
     }
 }
 
+/// What the statistics views say `table` of the event service has been through:
+/// (rows read by sequential scans, rows fetched through an index, rows inserted).
+async fn table_reads(owner: &tokio_postgres::Client, table: &str) -> (i64, i64, i64) {
+    let row = owner
+        .query_one(
+            "SELECT seq_tup_read, coalesce(idx_tup_fetch, 0), n_tup_ins FROM pg_stat_user_tables
+             WHERE schemaname = 'event_service' AND relname = $1",
+            &[&table],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2))
+}
+
+#[tokio::test]
+async fn seat_transactions_probe_by_key_on_plans_made_while_the_tables_were_empty() {
+    use storage::events::seats;
+    let t = crate::support::TestDb::new().await;
+    let owner = t.owner().await;
+    let (tenant, event, ticket_type) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    event_on_sale(&owner, tenant, event, &[ticket_type], 100_000).await;
+    // Statistics that say the tables are empty, as autovacuum leaves them on a new installation
+    // before its first sale; then 10,000 people, known to the event service, not analyzed.
+    owner.batch_execute("ANALYZE").await.unwrap();
+    owner
+        .batch_execute(
+            "SET app.system = 'on';
+             INSERT INTO event_service.people (user_id, email, first_name, last_name, updated_at)
+             SELECT gen_random_uuid(), 'p' || i || '@example.com', 'P', 'Q', now()
+             FROM generate_series(1, 10000) AS i;",
+        )
+        .await
+        .unwrap();
+    let pool = |size: usize| {
+        let mut settings = t.config.database.clone();
+        settings.pool_size = size;
+        storage::db::Database::connect(&settings).unwrap()
+    };
+    // One connection whose plans are made now, while the sale has not begun.
+    let held = pool(1);
+    let grow = pool(4);
+    let fence = storage::cluster::Fence::new("test", vec![]);
+    let commit = async |db: &storage::db::Database, n: usize| {
+        let requests: Vec<_> = (0..n)
+            .map(|_| seat_request(event, domain::ids::UserId::new(), Uuid::new_v4(), 1))
+            .collect();
+        let tenant = domain::ids::TenantId(tenant);
+        let outcomes = seats::commit_batch(db, &fence, tenant, ticket_type, &requests, Utc::now())
+            .await
+            .unwrap();
+        assert!(
+            outcomes
+                .iter()
+                .all(|o| matches!(o, seats::SeatOutcome::Created(_)))
+        );
+    };
+    commit(&held, 2).await;
+    // The sale grows the tables: 10,000 registrations and their idempotency records.
+    for _ in 0..40 {
+        commit(&grow, 250).await;
+    }
+    // The held connection sells on with the plans it made when everything was empty.
+    for _ in 0..5 {
+        commit(&held, 250).await;
+    }
+    let sold: i64 = 2 + 40 * 250 + 5 * 250;
+    // A connection that ends reports its statistics.
+    drop((held, grow));
+    let reported = eventually(15, || async {
+        table_reads(&owner, "registrations").await.2 == sold
+    })
+    .await;
+    assert!(reported, "every insert reported");
+    for table in ["seat_requests", "registrations", "people"] {
+        let (scanned, _, _) = table_reads(&owner, table).await;
+        assert_eq!(scanned, 0, "{table} was read by a sequential scan");
+    }
+    // A probe of the people's key for each person (none of them is known), never the whole
+    // table through its index for a batch.
+    let (_, people_fetched, _) = table_reads(&owner, "people").await;
+    assert!(
+        people_fetched <= sold,
+        "{people_fetched} people fetched for {sold} registrations"
+    );
+}
+
 #[tokio::test]
 async fn a_confirmation_code_drawn_twice_is_drawn_again_and_the_batch_stays_whole() {
     use storage::events::seats::{self, SeatOutcome};

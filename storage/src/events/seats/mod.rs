@@ -96,6 +96,14 @@ pub async fn owner(db: &Database, ticket_type: Uuid) -> Result<Option<TenantId>>
 /// Makes the rest of a seat transaction run cached generic plans (see `write`).
 const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode TO force_generic_plan;";
 
+/// How a seat transaction begins: generic plans, and no sequential scans. Every read of the
+/// seat path is a probe by key, and a plan made while a table's statistics say it is empty (a
+/// new installation's first sale) would otherwise scan the table for each probe for as long as
+/// the connection lives, while the sale grows it by thousands of rows a second
+/// (docs/decisions.md).
+const SEAT_PLANS: &str =
+    "SET LOCAL plan_cache_mode TO force_generic_plan; SET LOCAL enable_seqscan TO off;";
+
 /// One ticket type's batch of seat requests, for `commit_batches`.
 pub struct SeatBatch<'a> {
     /// The tenant owning the ticket type.
@@ -201,9 +209,10 @@ async fn attempt(
     // Pipelined behind the BEGIN: the first error in statement order is the cause (see
     // `reads::read`). Generic plans from the start: the first reads are probes by primary key
     // (which a custom plan, made again at every execution for an array parameter, cannot
-    // choose better), and `reads::read` gives the person probe back the default.
+    // choose better), and `reads::read` gives the person probe back the default choice between
+    // plans (sequential scans stay off for it too).
     let (tx, (mut written, records)) = db
-        .begin_with(scope, GENERIC_PLANS, async |tx| {
+        .begin_with(scope, SEAT_PLANS, async |tx| {
             let (written, fenced) = tokio::join!(write(tx, batches), fence.check(tx));
             let written = written?;
             fenced?;

@@ -258,12 +258,15 @@ async fn answered(tx: &Tx, tenants: &[Uuid], users: &[Uuid], keys: &[Uuid]) -> R
     if users.is_empty() {
         return Ok(Answered::new());
     }
+    // Both lookups are LATERAL … LIMIT 1, probes by key for each answer: joined, a plan made
+    // while the registrations were few could hash the whole table for every batch.
     let sql = format!(
         "SELECT {COLUMNS}, u.tenant_id, s.user_id, s.key, s.request_hash, s.outcome, s.registration_id IS NOT NULL
          FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[]) AS u(tenant_id, user_id, key)
          CROSS JOIN LATERAL (SELECT * FROM event_service.seat_requests s
              WHERE s.tenant_id = u.tenant_id AND s.user_id = u.user_id AND s.key = u.key LIMIT 1) s
-         LEFT JOIN event_service.registrations r ON r.id = s.registration_id"
+         LEFT JOIN LATERAL (SELECT * FROM event_service.registrations r
+             WHERE r.id = s.registration_id LIMIT 1) r ON true"
     );
     let stmt = tx.prepare_cached(&sql).await?;
     let params: [&(dyn ToSql + Sync); 3] = [&tenants, &users, &keys];

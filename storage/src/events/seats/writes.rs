@@ -143,7 +143,8 @@ pub(super) async fn insert(
                             $14::timestamptz[], $15::timestamptz[], $16::text[])
                      AS u(id, tenant_id, event_id, ticket_type_id, user_id, email, first_name, last_name,
                           code, status, fields, price, currency, expires_at, at, source)
-                LEFT JOIN event_service.people p ON p.user_id = u.user_id
+                LEFT JOIN LATERAL (SELECT p.email, p.first_name, p.last_name FROM event_service.people p
+                    WHERE p.user_id = u.user_id LIMIT 1) p ON true
                 ON CONFLICT (event_id, user_id) WHERE status IN ('RESERVED', 'PENDING', 'CONFIRMED', 'CHECKED_IN')
                 DO NOTHING
                 RETURNING *
