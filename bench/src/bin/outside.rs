@@ -328,7 +328,9 @@ async fn main() -> anyhow::Result<()> {
     } else if setup.analyze {
         // The seed analyzes what it wrote, the sale's events and types among them; a fresh
         // database gets the same statistics of its sale.
-        db.batch_execute("ANALYZE").await.context("outside: ANALYZE")?;
+        db.batch_execute("ANALYZE")
+            .await
+            .context("outside: ANALYZE")?;
     }
     // Signed last, right before the run: the tokens are valid for 15 minutes.
     let file = node.dir.join("requests.tsv");
