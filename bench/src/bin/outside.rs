@@ -9,11 +9,15 @@
 //! REQUESTS, SEATS, CONNECTIONS, DURATION, THREADS and TIMEOUT tune it; BILET_BIN, WRK and
 //! WRK_SCRIPT name the programs. HISTORY=<n> first seeds the history of `n` registrations sold
 //! before (`bench::history`), so the burst meets full tables instead of empty ones. Either way
-//! the database is analyzed before the burst (`ANALYZE=0` skips it on a fresh one), as
+//! the database is vacuumed and analyzed before the burst (`ANALYZE=0` skips it), as
 //! autovacuum would have left it in production: a server run without autovacuum never gives a
-//! fresh database statistics, while the history's seed does, so the two would be planned apart.
+//! fresh database statistics, while the history's seed does, so the two would be planned
+//! apart; and the seed's long statements keep the old versions of the rows the node rewrites
+//! meanwhile (its leases), which the burst would step over. STATEMENTS=1 prints what each
+//! statement cost during the burst (`pg_stat_statements`, which the server must preload).
 
 use anyhow::Context;
+use bench::backlog::Backlog;
 use bench::node::Node;
 use bench::sale::{
     Sales, admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks, env_or, fresh_database,
@@ -49,8 +53,12 @@ struct Setup {
     timeout: usize,
     /// Registrations already sold before the burst (0: a fresh database).
     history: usize,
-    /// Whether a fresh database is analyzed before the burst (the history's seed always is).
+    /// Whether the database is vacuumed and analyzed before the burst (the history's seed
+    /// always analyzes what it wrote).
     analyze: bool,
+    /// Whether `pg_stat_statements` (preloaded by the server) is reset as wrk starts and its
+    /// costliest statements printed after.
+    statements: bool,
 }
 
 fn setup() -> anyhow::Result<Setup> {
@@ -77,6 +85,7 @@ fn setup() -> anyhow::Result<Setup> {
         timeout: env_or("TIMEOUT", 10),
         history: env_or("HISTORY", 0),
         analyze: env_or("ANALYZE", 1) != 0,
+        statements: env_or("STATEMENTS", 0) != 0,
     })
 }
 
@@ -131,6 +140,8 @@ struct Wrk {
     result: serde_json::Value,
     /// CPU used from just before wrk started until its last thread had its last answer.
     cpu: Cpu,
+    /// The CPU counters just before wrk started.
+    started: Cpu,
 }
 
 impl Wrk {
@@ -212,6 +223,7 @@ fn run_wrk(setup: &Setup, gateway: &str, file: &Path, bilet: u32) -> anyhow::Res
         report,
         result,
         cpu: after.since(before),
+        started: before,
     })
 }
 
@@ -228,6 +240,122 @@ fn answered_ids(file: &Path, threads: usize) -> anyhow::Result<Vec<Uuid>> {
     Ok(ids)
 }
 
+/// The tables holding the most old row versions as the burst starts, and their sizes: what a
+/// burst's statements would step over.
+struct DeadRows(Vec<(String, i64, i64)>);
+
+impl DeadRows {
+    async fn sample(db: &tokio_postgres::Client) -> anyhow::Result<DeadRows> {
+        let rows = db
+            .query(
+                "SELECT schemaname || '.' || relname, n_dead_tup,
+                        pg_relation_size(relid) / current_setting('block_size')::int8
+                   FROM pg_stat_user_tables ORDER BY n_dead_tup DESC LIMIT 5",
+                &[],
+            )
+            .await
+            .context("read pg_stat_user_tables")?;
+        Ok(DeadRows(
+            rows.iter()
+                .map(|row| (row.get(0), row.get(1), row.get(2)))
+                .collect(),
+        ))
+    }
+}
+
+impl std::fmt::Display for DeadRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "old row versions as the burst starts (table: dead rows, pages):"
+        )?;
+        for (table, dead, pages) in &self.0 {
+            write!(f, " {table}: {dead}, {pages};")?;
+        }
+        Ok(())
+    }
+}
+
+/// How long after wrk's last answer everything downstream was done (the outbox published,
+/// every delivery handled, every message settled), and the CPU from wrk's start until then.
+struct Downstream {
+    after: Option<Duration>,
+    cpu: Cpu,
+}
+
+impl Downstream {
+    /// Polls what is pending (reads of partial indexes and of the small deliveries table, so
+    /// the polling costs next to nothing) for up to two minutes.
+    async fn wait(db: &tokio_postgres::Client, bilet: u32, started: Cpu) -> anyhow::Result<Self> {
+        let since = std::time::Instant::now();
+        let limit = Duration::from_secs(120);
+        let mut pending = Backlog::pending(db).await?;
+        while pending && since.elapsed() < limit {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            pending = Backlog::pending(db).await?;
+        }
+        Ok(Downstream {
+            after: (!pending).then(|| since.elapsed()),
+            cpu: Cpu::sample(bilet, None).since(started),
+        })
+    }
+
+    fn describe(&self, created: usize, ticks_per_second: f64) -> String {
+        let per = |ticks: u64| ticks as f64 * 1000.0 / ticks_per_second / created.max(1) as f64;
+        let when = self.after.map_or_else(
+            || "not done within 120 s of the last answer".to_string(),
+            |d| format!("done {:.1} s after the last answer", d.as_secs_f64()),
+        );
+        format!(
+            "downstream (outbox published, deliveries handled, messages settled): {when}; CPU from wrk's start until then, ms per registration: bilet {:.3}, PostgreSQL {:.3}",
+            per(self.cpu.bilet),
+            per(self.cpu.postgres)
+        )
+    }
+}
+
+/// What each statement cost PostgreSQL during the burst, from `pg_stat_statements`: the
+/// server must preload it (`shared_preload_libraries`), which takes a restart.
+struct Statements;
+
+impl Statements {
+    async fn reset(db: &tokio_postgres::Client) -> anyhow::Result<()> {
+        db.batch_execute(
+            "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()",
+        )
+        .await
+        .context("reset pg_stat_statements (STATEMENTS=1 needs it preloaded)")
+    }
+
+    /// The statements that took the most time, per registration made.
+    async fn top(db: &tokio_postgres::Client, created: usize) -> anyhow::Result<String> {
+        let rows = db
+            .query(
+                "SELECT calls, total_exec_time + total_plan_time, shared_blks_hit + shared_blks_read,
+                        rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
+                   FROM pg_stat_statements ORDER BY 2 DESC LIMIT 15",
+                &[],
+            )
+            .await
+            .context("read pg_stat_statements")?;
+        let per = created.max(1) as f64;
+        let mut out = String::from(
+            "statements by time (calls; µs, buffers and rows per registration; the text):\n",
+        );
+        for row in rows {
+            let (calls, ms, buffers, returned, text): (i64, f64, i64, i64, String) =
+                (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+            out.push_str(&format!(
+                "  {calls}; {:.1} µs, {:.1} buffers, {:.2} rows; {text}\n",
+                ms * 1000.0 / per,
+                buffers as f64 / per,
+                returned as f64 / per
+            ));
+        }
+        Ok(out)
+    }
+}
+
 /// Blocks read from outside PostgreSQL's buffers and found in them, by table and by index,
 /// from its statistics views: which relations a history makes the database read from the
 /// operating system; and the WAL written (a page first changed since a checkpoint is written
@@ -235,6 +363,8 @@ fn answered_ids(file: &Path, threads: usize) -> anyhow::Result<Vec<Uuid>> {
 struct BlockReads {
     relations: std::collections::HashMap<String, (i64, i64)>,
     wal_bytes: i64,
+    /// Where the WAL stood when the counting began (for `pg_waldump -s`).
+    wal_from: i64,
 }
 
 impl BlockReads {
@@ -261,6 +391,7 @@ impl BlockReads {
                 .map(|row| (row.get(0), (row.get(1), row.get(2))))
                 .collect(),
             wal_bytes,
+            wal_from: wal_bytes,
         })
     }
 
@@ -275,6 +406,7 @@ impl BlockReads {
                 })
                 .collect(),
             wal_bytes: self.wal_bytes - before.wal_bytes,
+            wal_from: before.wal_bytes,
         }
     }
 
@@ -288,12 +420,21 @@ impl BlockReads {
 
     /// The `n` relations read most from outside the buffers.
     fn top(&self, n: usize) -> Vec<(&str, i64, i64)> {
+        self.most(n, |read, _| read)
+    }
+
+    /// The `n` relations whose blocks were visited most, in the buffers or not.
+    fn busiest(&self, n: usize) -> Vec<(&str, i64, i64)> {
+        self.most(n, |read, hit| read + hit)
+    }
+
+    fn most(&self, n: usize, by: impl Fn(i64, i64) -> i64) -> Vec<(&str, i64, i64)> {
         let mut all: Vec<_> = self
             .relations
             .iter()
             .map(|(name, (read, hit))| (name.as_str(), *read, *hit))
             .collect();
-        all.sort_by_key(|(_, read, _)| std::cmp::Reverse(*read));
+        all.sort_by_key(|(_, read, hit)| std::cmp::Reverse(by(*read, *hit)));
         all.truncate(n);
         all
     }
@@ -325,13 +466,16 @@ async fn main() -> anyhow::Result<()> {
         let (seeder, connection) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls).await?;
         tokio::spawn(connection);
         bench::history::seed(&seeder, setup.history).await?;
-    } else if setup.analyze {
-        // The seed analyzes what it wrote, the sale's events and types among them; a fresh
-        // database gets the same statistics of its sale.
-        db.batch_execute("ANALYZE")
-            .await
-            .context("outside: ANALYZE")?;
     }
+    if setup.analyze {
+        // What autovacuum would have done by now: statistics of the sale's events and types,
+        // and the old versions of the rows the node rewrites all along (its leases, a few
+        // times a second) cleared, which the seed's long statements kept alive for minutes.
+        db.batch_execute("VACUUM ANALYZE")
+            .await
+            .context("outside: VACUUM ANALYZE")?;
+    }
+    println!("{}", DeadRows::sample(&db).await?);
     // Signed last, right before the run: the tokens are valid for 15 minutes.
     let file = node.dir.join("requests.tsv");
     write_requests(&file, &sales, setup.requests)?;
@@ -341,8 +485,14 @@ async fn main() -> anyhow::Result<()> {
     );
     let bilet = node.child.id();
     let reads_before = BlockReads::sample(&db).await?;
+    if setup.statements {
+        Statements::reset(&db).await?;
+    }
     let wrk = tokio::task::block_in_place(|| run_wrk(&setup, &node.gateway, &file, bilet))?;
     println!("{}\n", wrk.report);
+    // What the registrations set off downstream (the relay, the consumers) is theirs too: part
+    // of it falls after the last answer, more of it the faster the burst was.
+    let downstream = Downstream::wait(&db, bilet, wrk.started).await?;
     // The statistics reach the shared counters within a second of a transaction's end.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let reads = BlockReads::sample(&db).await?.since(&reads_before);
@@ -394,10 +544,14 @@ async fn main() -> anyhow::Result<()> {
         wrk.count("timeouts"),
         wrk.number("maxMs"),
     );
+    println!("\n{}", downstream.describe(created, ticks_per_second));
+    let lsn = |at: i64| format!("{:X}/{:X}", at >> 32, at & 0xFFFF_FFFF);
     println!(
-        "\nWAL written during the burst: {:.0} MB, {:.1} kB per registration",
+        "\nWAL written during the burst: {:.0} MB, {:.1} kB per registration (from {} to {})",
         reads.wal_bytes as f64 / 1e6,
-        reads.wal_bytes as f64 / 1e3 / created.max(1) as f64
+        reads.wal_bytes as f64 / 1e3 / created.max(1) as f64,
+        lsn(reads.wal_from),
+        lsn(reads.wal_from + reads.wal_bytes),
     );
     println!(
         "blocks the burst read from outside PostgreSQL's buffers (of {} read in all, {} found in them), by table or index:",
@@ -406,6 +560,13 @@ async fn main() -> anyhow::Result<()> {
     );
     for (relation, read, hit) in reads.top(10) {
         println!("  {relation}: {read} read, {hit} hit");
+    }
+    println!("the relations whose blocks the burst visited most:");
+    for (relation, read, hit) in reads.busiest(15) {
+        println!("  {relation}: {read} read, {hit} hit");
+    }
+    if setup.statements {
+        println!("{}", Statements::top(&db, created).await?);
     }
     anyhow::ensure!(
         audit.faults() == 0,

@@ -14,15 +14,13 @@
 //! RATE (3,000), DURATION (60), EVENTS (64), DRAIN_LIMIT (300 s), QUIET (330 s); BILET_BIN names
 //! `bilet`.
 
-use anyhow::Context;
+use bench::backlog::Backlog;
 use bench::node::Node;
 use bench::sale::{
     admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks, env_or, fresh_database,
     postgres_ticks, sales, token,
 };
-use domain::analytics::TrackType;
 use domain::ids::UserId;
-use domain::notifications::Kind as MessageKind;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -132,75 +130,6 @@ fn sockets(pid: u32) -> usize {
                 .count()
         })
         .unwrap_or(0)
-}
-
-/// What is still to be done downstream of the registrations.
-#[derive(Debug, PartialEq)]
-struct Backlog {
-    unpublished: i64,
-    undelivered: i64,
-    registrations: i64,
-    participants: i64,
-    unsettled_messages: i64,
-    messages: i64,
-    analytics: i64,
-}
-
-impl Backlog {
-    async fn read(db: &tokio_postgres::Client) -> anyhow::Result<Backlog> {
-        let row = db
-            .query_one(
-                "SELECT (SELECT count(*) FROM event_service.outbox WHERE published_at IS NULL),
-                        (SELECT count(*) FROM broker.deliveries),
-                        (SELECT count(*) FROM event_service.registrations),
-                        (SELECT count(*) FROM notification_service.participants),
-                        (SELECT count(*) FROM notification_service.messages
-                         WHERE kind = $1 AND status IN ('QUEUED', 'SENDING')),
-                        (SELECT count(*) FROM notification_service.messages WHERE kind = $1),
-                        (SELECT count(*) FROM analytics_service.analytics_events WHERE event_type = $2)",
-                &[
-                    &MessageKind::RegistrationConfirmed.as_str(),
-                    &TrackType::RegistrationCompleted.as_str(),
-                ],
-            )
-            .await
-            .context("read the backlog")?;
-        Ok(Backlog {
-            unpublished: row.get(0),
-            undelivered: row.get(1),
-            registrations: row.get(2),
-            participants: row.get(3),
-            unsettled_messages: row.get(4),
-            messages: row.get(5),
-            analytics: row.get(6),
-        })
-    }
-
-    /// Whether anything is still on its way, by reads of partial indexes and of the small
-    /// deliveries table alone: the whole-table counts of `read` cost the drain they time
-    /// (six scans of 600,000 rows a second, on the cores the consumers need).
-    async fn pending(db: &tokio_postgres::Client) -> anyhow::Result<bool> {
-        let row = db
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM event_service.outbox WHERE published_at IS NULL)
-                     OR EXISTS (SELECT 1 FROM broker.deliveries)
-                     OR EXISTS (SELECT 1 FROM notification_service.messages
-                                WHERE status IN ('QUEUED', 'SENDING'))",
-                &[],
-            )
-            .await
-            .context("look for what is pending")?;
-        Ok(row.get(0))
-    }
-
-    fn drained(&self) -> bool {
-        self.unpublished == 0
-            && self.undelivered == 0
-            && self.unsettled_messages == 0
-            && self.participants == self.registrations
-            && self.messages == self.registrations
-            && self.analytics == self.registrations
-    }
 }
 
 #[tokio::main]
