@@ -543,6 +543,12 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V7__message_buttons",
                 include_str!("../../../migrations/notification_service/V7__message_buttons.sql"),
             ),
+            (
+                "V9__send_log_written_with_its_message",
+                include_str!(
+                    "../../../migrations/notification_service/V9__send_log_written_with_its_message.sql"
+                ),
+            ),
         ],
     };
     let mut all = vec![Migration::unapplied(

@@ -141,24 +141,42 @@ pub async fn enqueue(tx: &Tx, messages: &[NewMessage], now: DateTime<Utc>) -> Re
                          $8::text[], $9::text[], $10::text[], $12::text[], $13::text[])
                   AS m(id, tenant_id, user_id, chat_id, kind, source, text, code, status, reason, button_text, button_url)
              ON CONFLICT (source_event_id, user_id, kind) WHERE source_event_id IS NOT NULL DO NOTHING
-             RETURNING id, status",
+             RETURNING id, status, tenant_id, user_id, chat_id, kind, reason",
             &[
                 &ids, &tenants, &users, &chats, &kinds, &sources, &texts, &codes, &statuses,
                 &reasons, &now, &button_texts, &button_urls,
             ],
         )
         .await?;
-    let skipped: Vec<Uuid> = rows
+    let skipped_rows: Vec<_> = rows
         .iter()
         .filter(|r| r.get::<_, &str>(1) == MessageStatus::Skipped.as_str())
-        .map(|r| r.get(0))
         .collect();
+    let skipped: Vec<Uuid> = skipped_rows.iter().map(|r| r.get(0)).collect();
     if !skipped.is_empty() {
+        // From what the insert returned, not from a read of the messages: a plan made while
+        // the table was small scans it for every batch (the whole of a first sale's messages,
+        // once per consumer batch, until autovacuum analyzes it).
+        let tenants: Vec<Option<Uuid>> = skipped_rows.iter().map(|r| r.get(2)).collect();
+        let users: Vec<Option<Uuid>> = skipped_rows.iter().map(|r| r.get(3)).collect();
+        let chats: Vec<Option<i64>> = skipped_rows.iter().map(|r| r.get(4)).collect();
+        let kinds: Vec<&str> = skipped_rows.iter().map(|r| r.get(5)).collect();
+        let reasons: Vec<Option<&str>> = skipped_rows.iter().map(|r| r.get(6)).collect();
         tx.execute(
             "INSERT INTO notification_service.send_log (message_id, tenant_id, user_id, chat_id, kind, attempt, outcome, reason, at)
-             SELECT id, tenant_id, user_id, chat_id, kind, 0, $2, reason, $3
-             FROM notification_service.messages WHERE id = ANY($1)",
-            &[&skipped, &LogOutcome::Skipped.as_str(), &now],
+             SELECT l.id, l.tenant_id, l.user_id, l.chat_id, l.kind, 0, $7, l.reason, $8
+             FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::text[], $6::text[])
+                  AS l(id, tenant_id, user_id, chat_id, kind, reason)",
+            &[
+                &skipped,
+                &tenants,
+                &users,
+                &chats,
+                &kinds,
+                &reasons,
+                &LogOutcome::Skipped.as_str(),
+                &now,
+            ],
         )
         .await?;
     }

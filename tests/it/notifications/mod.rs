@@ -8,6 +8,7 @@ mod local_times;
 mod offers;
 mod on_sale;
 mod paid_tickets;
+mod queue;
 mod settings;
 
 use crate::fake_telegram::FakeTelegram;
