@@ -7,11 +7,12 @@
 //! `sold_count` is its registrations; `n` CONFIRMED registrations made over the past week;
 //! what each left behind as the burst's registrations do: its seat request (idempotency
 //! record, all within the purge's 24 hours: the worst case), its `registration.created` outbox
-//! row (published, within the relay's 7 days), the claims of the `notifications` and
-//! `analytics` consumers, its participant and its SKIPPED ticket message (with its send log)
-//! in the notification service, and its `registration.completed` analytics record with
-//! `PAGE_VIEWS` page views (the node of `outside` keeps analytics in PostgreSQL). The events
-//! are also in the notification service's and analytics' projections.
+//! row (written, then stamped published as the relay does, within the relay's 7 days), the
+//! claims of the `notifications` and `analytics` consumers, its participant and its SKIPPED
+//! ticket message (with its send log) in the notification service, and its
+//! `registration.completed` analytics record with `PAGE_VIEWS` page views (the node of
+//! `outside` keeps analytics in PostgreSQL). The events are also in the notification service's
+//! and analytics' projections.
 //!
 //! Ids are time-ordered (UUIDv7 at the row's time, as the services make them), so the burst's
 //! new ids land after the history in the indexes as they would in production; confirmation
@@ -179,10 +180,10 @@ SELECT e.tenant_id, s.user_id, s.key, sha256(uuid_send(s.key)), 'CREATED', s.reg
 FROM history_slice s JOIN history_events e USING (k) ORDER BY s.i
 "#;
 
-/// The payload as `domain::contract::events::Registration` writes it. $1 the event type,
-/// $2 the registrations' status.
+/// The payload as `domain::contract::events::Registration` writes it, not yet published. $1 the
+/// event type, $2 the registrations' status.
 const OUTBOX: &str = r#"
-INSERT INTO event_service.outbox (id, event_type, tenant_id, actor_id, occurred_at, data, published_at)
+INSERT INTO event_service.outbox (id, event_type, tenant_id, actor_id, occurred_at, data)
 SELECT s.outbox_id, $1::text, e.tenant_id, s.user_id, s.at,
        jsonb_build_object(
            'registrationId', s.registration_id, 'eventId', e.event_id, 'ticketTypeId', e.ticket_type_id,
@@ -191,9 +192,15 @@ SELECT s.outbox_id, $1::text, e.tenant_id, s.user_id, s.at,
            'expiresAt', NULL, 'cancellationReason', NULL, 'source', NULL,
            'event', jsonb_build_object('eventId', e.event_id, 'title', e.title, 'startsAt', e.starts_at,
                                        'endsAt', e.ends_at, 'timezone', 'UTC', 'locationAddress', NULL,
-                                       'locationUrl', NULL, 'slug', e.slug)),
-       s.at + interval '50 milliseconds'
+                                       'locationUrl', NULL, 'slug', e.slug))
 FROM history_slice s JOIN history_events e USING (k) ORDER BY s.i
+"#;
+
+/// The relay's stamp on the rows `OUTBOX` wrote: each row of a day's table is written and then
+/// rewritten once, and the old versions it leaves are what the table's pages are made of.
+const OUTBOX_PUBLISHED: &str = r#"
+UPDATE event_service.outbox o SET published_at = s.at + interval '50 milliseconds'
+FROM history_slice s WHERE o.id = s.outbox_id
 "#;
 
 /// $1 the consumer.
@@ -352,10 +359,17 @@ pub async fn seed(client: &Client, n: usize) -> anyhow::Result<()> {
             .execute(SEAT_REQUESTS, &[])
             .await
             .context("history: seat requests")?;
+        // One transaction: the node's relay must never see the rows unpublished.
+        client.batch_execute("BEGIN").await?;
         client
             .execute(OUTBOX, &[&created, &confirmed])
             .await
             .context("history: outbox")?;
+        client
+            .execute(OUTBOX_PUBLISHED, &[])
+            .await
+            .context("history: outbox published")?;
+        client.batch_execute("COMMIT").await?;
         client
             .execute(NOTIFICATION_CLAIMS, &[&NOTIFICATIONS])
             .await

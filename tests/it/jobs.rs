@@ -308,6 +308,66 @@ async fn a_day_of_events_published_more_than_seven_days_ago_is_dropped_and_the_r
 }
 
 #[tokio::test]
+async fn a_days_new_events_go_after_the_pages_its_published_events_left() {
+    let t = TestDb::new().await;
+    let owner = t.owner().await;
+    let today = day_tables(&owner, &[0]).await[0].clone().unwrap();
+    let write = |kind: &str, n: i32| {
+        format!(
+            "INSERT INTO event_service.outbox (id, event_type, occurred_at, data)
+             SELECT {}, '{kind}', now(), jsonb_build_object('pad', repeat('x', 600))
+             FROM generate_series(1, {n})",
+            v7_at("now()")
+        )
+    };
+    // A day's events as the relay leaves them: each written, then stamped published; then
+    // vacuumed, as autovacuum does once the old versions add up.
+    owner
+        .batch_execute(&write("test.morning", 3000))
+        .await
+        .unwrap();
+    owner
+        .batch_execute(
+            "UPDATE event_service.outbox SET published_at = now() WHERE published_at IS NULL",
+        )
+        .await
+        .unwrap();
+    owner
+        .batch_execute(&format!("VACUUM {today}"))
+        .await
+        .unwrap();
+    let page = "(ctid::text::point)[0]::int8";
+    let last: i64 = owner
+        .query_one(&format!("SELECT max({page}) FROM {today}"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    // The afternoon's burst.
+    owner
+        .batch_execute(&write("test.burst", 500))
+        .await
+        .unwrap();
+    let (burst, back): (i64, i64) = {
+        let row = owner
+            .query_one(
+                &format!(
+                    "SELECT count(*), count(*) FILTER (WHERE {page} < $1) FROM {today}
+                     WHERE event_type = 'test.burst'"
+                ),
+                &[&last],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(burst, 500);
+    assert_eq!(
+        back, 0,
+        "{back} of the burst's events went into pages before the day's last ({last})"
+    );
+}
+
+#[tokio::test]
 async fn today_and_the_days_ahead_have_tables_and_todays_events_go_to_theirs() {
     let t = TestDb::new().await;
     let node = node_of(&t, &[Service::Events]).await;

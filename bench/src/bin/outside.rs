@@ -14,7 +14,8 @@
 //! fresh database statistics, while the history's seed does, so the two would be planned
 //! apart; and the seed's long statements keep the old versions of the rows the node rewrites
 //! meanwhile (its leases), which the burst would step over. STATEMENTS=1 prints what each
-//! statement cost during the burst (`pg_stat_statements`, which the server must preload).
+//! statement cost during the burst (`pg_stat_statements`, which the server must preload);
+//! BEFORE_BURST=<sql> runs on the bench's database right before the burst.
 
 use anyhow::Context;
 use bench::backlog::Backlog;
@@ -59,6 +60,9 @@ struct Setup {
     /// Whether `pg_stat_statements` (preloaded by the server) is reset as wrk starts and its
     /// costliest statements printed after.
     statements: bool,
+    /// SQL run on the bench's database right before the burst, after any seeding and
+    /// vacuuming: a setting or a change tried on the same history.
+    before_burst: Option<String>,
 }
 
 fn setup() -> anyhow::Result<Setup> {
@@ -86,6 +90,9 @@ fn setup() -> anyhow::Result<Setup> {
         history: env_or("HISTORY", 0),
         analyze: env_or("ANALYZE", 1) != 0,
         statements: env_or("STATEMENTS", 0) != 0,
+        before_burst: std::env::var("BEFORE_BURST")
+            .ok()
+            .filter(|sql| !sql.trim().is_empty()),
     })
 }
 
@@ -474,6 +481,11 @@ async fn main() -> anyhow::Result<()> {
         db.batch_execute("VACUUM ANALYZE")
             .await
             .context("outside: VACUUM ANALYZE")?;
+    }
+    if let Some(sql) = &setup.before_burst {
+        db.batch_execute(sql)
+            .await
+            .with_context(|| format!("outside: BEFORE_BURST {sql}"))?;
     }
     println!("{}", DeadRows::sample(&db).await?);
     // Signed last, right before the run: the tokens are valid for 15 minutes.

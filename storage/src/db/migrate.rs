@@ -562,6 +562,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
         &format!("V{}__outbox_by_day", outbox_by_day_version(schema)),
         &outbox_by_day_sql(schema.name()),
     ));
+    all.push(Migration::unapplied(
+        &format!("V{}__outbox_half_pages", outbox_half_pages_version(schema)),
+        &outbox_half_pages_sql(schema.name()),
+    ));
     let mut all = all
         .into_iter()
         .collect::<Result<Vec<_>, _>>()
@@ -585,6 +589,22 @@ fn outbox_by_day_version(schema: Schema) -> u32 {
         Schema::AnalyticsService => 6,
         Schema::NotificationService => 8,
     }
+}
+
+/// The version of `outbox_half_pages_sql` in each schema: after every migration before it.
+fn outbox_half_pages_version(schema: Schema) -> u32 {
+    match schema {
+        Schema::UserService => 10,
+        Schema::EventService => 20,
+        Schema::MediaService => 6,
+        Schema::AnalyticsService => 7,
+        Schema::NotificationService => 10,
+    }
+}
+
+/// The migration that keeps half of each page of the outbox's tables for the row's rewrite.
+fn outbox_half_pages_sql(schema: &str) -> String {
+    include_str!("../../../migrations/every_service/outbox_half_pages.sql").replace("{s}", schema)
 }
 
 /// The functions of `outbox_by_day_sql` the application calls: they run as the owner.
