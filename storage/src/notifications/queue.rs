@@ -154,9 +154,8 @@ pub async fn enqueue(tx: &Tx, messages: &[NewMessage], now: DateTime<Utc>) -> Re
         .collect();
     let skipped: Vec<Uuid> = skipped_rows.iter().map(|r| r.get(0)).collect();
     if !skipped.is_empty() {
-        // From what the insert returned, not from a read of the messages: a plan made while
-        // the table was small scans it for every batch (the whole of a first sale's messages,
-        // once per consumer batch, until autovacuum analyzes it).
+        // From what the insert returned: reading the messages back would only find what it
+        // just wrote. Nothing else checks the log's message (notification_service V9).
         let tenants: Vec<Option<Uuid>> = skipped_rows.iter().map(|r| r.get(2)).collect();
         let users: Vec<Option<Uuid>> = skipped_rows.iter().map(|r| r.get(3)).collect();
         let chats: Vec<Option<i64>> = skipped_rows.iter().map(|r| r.get(4)).collect();
