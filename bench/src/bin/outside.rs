@@ -14,8 +14,7 @@
 //! fresh database statistics, while the history's seed does, so the two would be planned
 //! apart; and the seed's long statements keep the old versions of the rows the node rewrites
 //! meanwhile (its leases), which the burst would step over. STATEMENTS=1 prints what each
-//! statement cost during the burst (`pg_stat_statements`, which the server must preload);
-//! BEFORE_BURST=<sql> runs on the bench's database right before the burst.
+//! statement cost during the burst (`pg_stat_statements`, which the server must preload).
 
 use anyhow::Context;
 use bench::backlog::Backlog;
@@ -60,9 +59,6 @@ struct Setup {
     /// Whether `pg_stat_statements` (preloaded by the server) is reset as wrk starts and its
     /// costliest statements printed after.
     statements: bool,
-    /// SQL run on the bench's database right before the burst, after any seeding and
-    /// vacuuming: a setting or a change tried on the same history.
-    before_burst: Option<String>,
 }
 
 fn setup() -> anyhow::Result<Setup> {
@@ -90,9 +86,6 @@ fn setup() -> anyhow::Result<Setup> {
         history: env_or("HISTORY", 0),
         analyze: env_or("ANALYZE", 1) != 0,
         statements: env_or("STATEMENTS", 0) != 0,
-        before_burst: std::env::var("BEFORE_BURST")
-            .ok()
-            .filter(|sql| !sql.trim().is_empty()),
     })
 }
 
@@ -307,8 +300,7 @@ impl Downstream {
         })
     }
 
-    fn describe(&self, created: usize, ticks_per_second: f64) -> String {
-        let per = |ticks: u64| ticks as f64 * 1000.0 / ticks_per_second / created.max(1) as f64;
+    fn describe(&self, per: impl Fn(u64) -> f64) -> String {
         let when = self.after.map_or_else(
             || "not done within 120 s of the last answer".to_string(),
             |d| format!("done {:.1} s after the last answer", d.as_secs_f64()),
@@ -482,11 +474,6 @@ async fn main() -> anyhow::Result<()> {
             .await
             .context("outside: VACUUM ANALYZE")?;
     }
-    if let Some(sql) = &setup.before_burst {
-        db.batch_execute(sql)
-            .await
-            .with_context(|| format!("outside: BEFORE_BURST {sql}"))?;
-    }
     println!("{}", DeadRows::sample(&db).await?);
     // Signed last, right before the run: the tokens are valid for 15 minutes.
     let file = node.dir.join("requests.tsv");
@@ -556,7 +543,7 @@ async fn main() -> anyhow::Result<()> {
         wrk.count("timeouts"),
         wrk.number("maxMs"),
     );
-    println!("\n{}", downstream.describe(created, ticks_per_second));
+    println!("\n{}", downstream.describe(per));
     let lsn = |at: i64| format!("{:X}/{:X}", at >> 32, at & 0xFFFF_FFFF);
     println!(
         "\nWAL written during the burst: {:.0} MB, {:.1} kB per registration (from {} to {})",
