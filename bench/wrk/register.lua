@@ -11,11 +11,15 @@
 -- last line a connection sends nothing more. Answers are counted as created (201), sold out
 -- (422 with code sold_out) and other; the id of every 201 goes to "<file>.ids.<k>" for the
 -- audit. `done` prints one line, "register-result {json}", with the sums over the threads and
--- wrk's latency percentiles (of every answer, 201 and 422 alike).
+-- wrk's latency percentiles (of every answer, 201 and 422 alike), and a second,
+-- "register-timeline {json}", the answers of each tenth of a second from the first answer's to
+-- the last's (`fromS`: the first tenth's Unix time): wrk cannot say when its slow answers came, but with every connection waiting for
+-- its answer a slow stretch is one with few answers.
 
 -- A monotonic clock in seconds, for the time from the first request sent to the last answer
--- (wrk's own duration also counts the time its threads sat idle after their last line).
-local clock = nil
+-- (wrk's own duration also counts the time its threads sat idle after their last line), and
+-- the wall clock, for the timeline's tenths (to be laid beside PostgreSQL's log).
+local clock, wall = nil, nil
 local has_ffi, ffi = pcall(require, "ffi")
 if has_ffi then
    ffi.cdef [[
@@ -24,9 +28,16 @@ if has_ffi then
    ]]
    local now = ffi.new("register_timespec")
    local CLOCK_MONOTONIC = 1
-   clock = function()
-      ffi.C.clock_gettime(CLOCK_MONOTONIC, now)
+   local CLOCK_REALTIME = 0
+   local read = function(id)
+      ffi.C.clock_gettime(id, now)
       return tonumber(now.tv_sec) + tonumber(now.tv_nsec) / 1e9
+   end
+   clock = function()
+      return read(CLOCK_MONOTONIC)
+   end
+   wall = function()
+      return read(CLOCK_REALTIME)
    end
 end
 
@@ -69,6 +80,8 @@ function init(args)
    next_line = 1
    created, sold_out, other, answered = 0, 0, 0, 0
    first, last = -1, -1
+   -- Answers a tenth of a second, keyed by the wall clock's tenths: where the burst slowed.
+   timeline = {}
    seen = ""
    -- wrk calls request() once on its first thread before the run to check what it returns,
    -- and never sends that one: it must not use up a line.
@@ -111,6 +124,8 @@ function response(status, headers, body)
    answered = answered + 1
    if clock then
       last = clock()
+      local tenth = math.floor(wall() * 10)
+      timeline[tenth] = (timeline[tenth] or 0) + 1
    end
    if answered == #requests then
       ids:flush()
@@ -124,7 +139,13 @@ end
 function done(summary, latency, rates)
    local sums = { created = 0, sold_out = 0, other = 0, answered = 0, sent = 0 }
    local first, last = nil, nil
+   local timeline, from, to = {}, nil, nil
    for _, thread in ipairs(threads) do
+      for tenth, n in pairs(thread:get("timeline") or {}) do
+         timeline[tenth] = (timeline[tenth] or 0) + n
+         from = (from == nil or tenth < from) and tenth or from
+         to = (to == nil or tenth > to) and tenth or to
+      end
       sums.created = sums.created + (thread:get("created") or 0)
       sums.sold_out = sums.sold_out + (thread:get("sold_out") or 0)
       sums.other = sums.other + (thread:get("other") or 0)
@@ -156,5 +177,14 @@ function done(summary, latency, rates)
       ms(latency:percentile(50)), ms(latency:percentile(90)), ms(latency:percentile(99)),
       ms(latency.max),
       e.connect, e.read, e.write, e.timeout))
+   -- Every tenth of a second from the first answer's to the last's, quiet ones as 0.
+   if from then
+      local answers = {}
+      for tenth = from, to do
+         answers[#answers + 1] = tostring(timeline[tenth] or 0)
+      end
+      io.write(string.format('register-timeline {"fromS":%.1f,"tenthsS":[%s]}\n',
+         from / 10, table.concat(answers, ",")))
+   end
    io.stdout:flush()
 end

@@ -37,6 +37,8 @@ const THREAD_DONE: &str = "register-thread-done ";
 
 /// What the script's `done` prints before its figures, as JSON.
 const RESULT: &str = "register-result ";
+/// The prefix of the script's line of answers a tenth of a second.
+const TIMELINE: &str = "register-timeline ";
 
 /// What one run is made of.
 struct Setup {
@@ -112,6 +114,9 @@ struct Cpu {
     bilet: u64,
     postgres: u64,
     wrk: u64,
+    /// Microseconds in which every runnable task waited on the disk (`/proc/pressure/io`,
+    /// "full"; 0 without pressure stall information): a WAL flush queued behind writeback.
+    io_stalled_us: u64,
 }
 
 impl Cpu {
@@ -120,6 +125,7 @@ impl Cpu {
             bilet: cpu_ticks(&bilet.to_string()).unwrap_or(0),
             postgres: postgres_ticks(),
             wrk: wrk.and_then(|pid| cpu_ticks(&pid.to_string())).unwrap_or(0),
+            io_stalled_us: io_stalled_us(),
         }
     }
 
@@ -128,8 +134,23 @@ impl Cpu {
             bilet: self.bilet.saturating_sub(before.bilet),
             postgres: self.postgres.saturating_sub(before.postgres),
             wrk: self.wrk.saturating_sub(before.wrk),
+            io_stalled_us: self.io_stalled_us.saturating_sub(before.io_stalled_us),
         }
     }
+}
+
+/// The "full" line's total of `/proc/pressure/io`, or 0 where the kernel keeps none.
+fn io_stalled_us() -> u64 {
+    std::fs::read_to_string("/proc/pressure/io")
+        .ok()
+        .and_then(|pressure| {
+            let full = pressure.lines().find(|l| l.starts_with("full"))?;
+            full.split_whitespace()
+                .find_map(|field| field.strip_prefix("total="))?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
 }
 
 /// What wrk and its script reported.
@@ -138,6 +159,9 @@ struct Wrk {
     report: String,
     /// The script's figures (see `register.lua`).
     result: serde_json::Value,
+    /// Answers in each tenth of a second of the burst (empty without the script's clock), and
+    /// the first tenth's Unix time.
+    tenths: (f64, Vec<u64>),
     /// CPU used from just before wrk started until its last thread had its last answer.
     cpu: Cpu,
     /// The CPU counters just before wrk started.
@@ -214,17 +238,66 @@ fn run_wrk(setup: &Setup, gateway: &str, file: &Path, bilet: u32) -> anyhow::Res
         .find_map(|l| l.strip_prefix(RESULT))
         .with_context(|| format!("wrk printed no `{RESULT}` line:\n{report}"))?;
     let result = serde_json::from_str(result).context("the script's figures")?;
+    let tenths = match report.lines().find_map(|l| l.strip_prefix(TIMELINE)) {
+        Some(line) => {
+            let line: serde_json::Value =
+                serde_json::from_str(line).context("the script's timeline")?;
+            let tenths = line["tenthsS"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|n| n.as_u64()).collect())
+                .unwrap_or_default();
+            (line["fromS"].as_f64().unwrap_or(0.0), tenths)
+        }
+        None => (0.0, Vec::new()),
+    };
     let report = report
         .lines()
-        .filter(|l| !l.starts_with(RESULT))
+        .filter(|l| !l.starts_with(RESULT) && !l.starts_with(TIMELINE))
         .collect::<Vec<_>>()
         .join("\n");
     Ok(Wrk {
         report,
         result,
+        tenths,
         cpu: after.since(before),
         started: before,
     })
+}
+
+/// When the burst slowed: the answers of each whole second, and the tenths of a second with the
+/// fewest answers (the first and the last, partial, left out), each with its time of day to find
+/// in PostgreSQL's log. With every connection waiting for its answer, a tenth with few answers
+/// is one whose answers were slow: where the p99 came from.
+fn timeline((from, tenths): &(f64, Vec<u64>)) -> Option<String> {
+    if tenths.len() < 3 {
+        return None;
+    }
+    let seconds: Vec<String> = tenths
+        .chunks(10)
+        .map(|second| second.iter().sum::<u64>().to_string())
+        .collect();
+    let inner = &tenths[1..tenths.len() - 1];
+    let mut sorted = inner.to_vec();
+    sorted.sort_unstable();
+    let median = sorted[sorted.len() / 2];
+    let mut slowest: Vec<(usize, u64)> = inner.iter().copied().enumerate().collect();
+    slowest.sort_by_key(|&(at, n)| (n, at));
+    let slowest: Vec<String> = slowest
+        .iter()
+        .take(8)
+        .map(|&(at, n)| {
+            let offset = (at + 1) as f64 / 10.0;
+            let time = chrono::DateTime::from_timestamp_millis(((from + offset) * 1000.0) as i64)
+                .map(|t| t.format("%H:%M:%S%.3f").to_string())
+                .unwrap_or_default();
+            format!("{offset:.1} s ({time}): {n}")
+        })
+        .collect();
+    Some(format!(
+        "answers each second from the first answer: {}\nanswers a tenth of a second: median {median}; the fewest (from the first answer; UTC): {}",
+        seconds.join(" "),
+        slowest.join(", ")
+    ))
 }
 
 /// The registration ids of the 201 answers, which the script wrote to `<file>.ids.<thread>`.
@@ -364,6 +437,12 @@ struct BlockReads {
     wal_bytes: i64,
     /// Where the WAL stood when the counting began (for `pg_waldump -s`).
     wal_from: i64,
+    /// Checkpoints begun, and the buffers checkpoints wrote: after each begins, the first
+    /// change to every page writes the whole page into the WAL.
+    checkpoints: (i64, i64),
+    /// Dirty buffers written to make room, by the background writer and by backends: a
+    /// working set beyond `shared_buffers`.
+    evicted: (i64, i64),
 }
 
 impl BlockReads {
@@ -384,7 +463,17 @@ impl BlockReads {
             .await
             .context("read the WAL position")?
             .get(0);
+        let checkpoints = db
+            .query_one(
+                "SELECT checkpoints_timed + checkpoints_req, buffers_checkpoint, buffers_clean, buffers_backend
+                   FROM pg_stat_bgwriter",
+                &[],
+            )
+            .await
+            .context("read pg_stat_bgwriter")?;
         Ok(BlockReads {
+            checkpoints: (checkpoints.get(0), checkpoints.get(1)),
+            evicted: (checkpoints.get(2), checkpoints.get(3)),
             relations: rows
                 .iter()
                 .map(|row| (row.get(0), (row.get(1), row.get(2))))
@@ -406,6 +495,14 @@ impl BlockReads {
                 .collect(),
             wal_bytes: self.wal_bytes - before.wal_bytes,
             wal_from: before.wal_bytes,
+            checkpoints: (
+                self.checkpoints.0 - before.checkpoints.0,
+                self.checkpoints.1 - before.checkpoints.1,
+            ),
+            evicted: (
+                self.evicted.0 - before.evicted.0,
+                self.evicted.1 - before.evicted.1,
+            ),
         }
     }
 
@@ -543,6 +640,13 @@ async fn main() -> anyhow::Result<()> {
         wrk.count("timeouts"),
         wrk.number("maxMs"),
     );
+    println!(
+        "every runnable task waited on the disk for {:.0} ms of wrk's run (pressure stall information, io full)",
+        wrk.cpu.io_stalled_us as f64 / 1000.0
+    );
+    if let Some(timeline) = timeline(&wrk.tenths) {
+        println!("\n{timeline}");
+    }
     println!("\n{}", downstream.describe(per));
     let lsn = |at: i64| format!("{:X}/{:X}", at >> 32, at & 0xFFFF_FFFF);
     println!(
@@ -551,6 +655,10 @@ async fn main() -> anyhow::Result<()> {
         reads.wal_bytes as f64 / 1e3 / created.max(1) as f64,
         lsn(reads.wal_from),
         lsn(reads.wal_from + reads.wal_bytes),
+    );
+    println!(
+        "checkpoints begun meanwhile: {}, buffers written by checkpoints: {} (PostgreSQL's log has their times); dirty buffers written to make room: {} by the background writer, {} by backends",
+        reads.checkpoints.0, reads.checkpoints.1, reads.evicted.0, reads.evicted.1
     );
     println!(
         "blocks the burst read from outside PostgreSQL's buffers (of {} read in all, {} found in them), by table or index:",
