@@ -13,8 +13,8 @@
 -- audit. `done` prints one line, "register-result {json}", with the sums over the threads and
 -- wrk's latency percentiles (of every answer, 201 and 422 alike), and a second,
 -- "register-timeline {json}", the answers of each tenth of a second from the first answer's to
--- the last's (`fromS`: the first tenth's Unix time): wrk cannot say when its slow answers came, but with every connection waiting for
--- its answer a slow stretch is one with few answers.
+-- the last's (`fromS`: the first tenth's Unix time): wrk cannot say when its slow answers
+-- came, but with every connection waiting for its answer a slow stretch has few answers.
 
 -- A monotonic clock in seconds, for the time from the first request sent to the last answer
 -- (wrk's own duration also counts the time its threads sat idle after their last line), and
