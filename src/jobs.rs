@@ -57,12 +57,16 @@ fn identity(state: &AppState) -> Vec<Job> {
     ]
 }
 
+/// How often the admitter lets visitors of the waiting rooms in: an admission is late by at
+/// most this much, and the rate holds whatever it is (`domain::events::waiting_room::owed`).
+const ADMITTER: Schedule = Schedule::Every(Duration::from_millis(250));
+
 /// How often the payments worker looks for refunds to send and provider payments to cancel.
 const PAYMENTS: Schedule = Schedule::Every(Duration::from_secs(1));
 
 fn events(state: &AppState) -> Vec<Job> {
     let (complete, remind, seats) = (state.clone(), state.clone(), state.clone());
-    let pay = state.clone();
+    let (pay, rooms) = (state.clone(), state.clone());
     vec![
         // Refunds due at the provider, and the provider payments of reservations that ended.
         Job::new("events.payments", PAYMENTS, move || {
@@ -95,6 +99,19 @@ fn events(state: &AppState) -> Vec<Job> {
             async move {
                 let hours = s.config.http.idempotency_ttl_hours;
                 count(storage::events::seats::purge(&s.db, hours).await)
+            }
+        }),
+        // Waiting rooms: the pre-queue drawn at the on-sale time, visitors let in at each
+        // room's rate (every node runs it; a room is worked by one at a time, under its lock).
+        Job::new("events.waiting_rooms", ADMITTER, move || {
+            let s = rooms.clone();
+            async move {
+                storage::events::waiting_room::admitter::run(&s.db, s.clock.now())
+                    .await
+                    // Draws are worth a line in the log; admissions, four times a second, are
+                    // counted in each room instead.
+                    .map(|run| run.drawn)
+                    .map_err(|e| e.to_string())
             }
         }),
         idempotency_keys("events.idempotency_keys", state, Schema::EventService),

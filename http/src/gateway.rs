@@ -160,6 +160,8 @@ fn is_public_event_read(path: &str) -> bool {
         ["api", "v1", "events"] => true,
         ["api", "v1", "events", id] => uuid::Uuid::parse_str(id).is_ok(),
         ["api", "v1", "events", id, "ticket-types"] => uuid::Uuid::parse_str(id).is_ok(),
+        // A waiting room's settings and progress: what the queue page shows before sign-in.
+        ["api", "v1", "events", id, "waiting-room"] => uuid::Uuid::parse_str(id).is_ok(),
         // The web front's readable event addresses.
         ["api", "v1", "events", "by-slug", slug] => !slug.is_empty(),
         // Signed links of the local media store: the signature is the credential.

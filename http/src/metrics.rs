@@ -20,6 +20,7 @@ pub struct Metrics {
     latency: HistogramVec,
     /// Events waiting in the outboxes, refreshed by the relay supervisor.
     pub outbox_backlog: IntGauge,
+    admissions_refused: IntCounterVec,
     cluster: Arc<OnceLock<ClusterMetrics>>,
 }
 
@@ -81,14 +82,30 @@ impl Metrics {
                 .unwrap_or_else(|_| unreachable_metric());
         let _ = registry.register(Box::new(requests.clone()));
         let _ = registry.register(Box::new(latency.clone()));
+        let admissions_refused = IntCounterVec::new(
+            Opts::new(
+                "admissions_refused_total",
+                "Registrations refused for their waiting-room admission",
+            ),
+            &["reason"],
+        )
+        .unwrap_or_else(|_| unreachable_metric());
         let _ = registry.register(Box::new(outbox_backlog.clone()));
+        let _ = registry.register(Box::new(admissions_refused.clone()));
         Metrics {
             registry,
             requests,
             latency,
             outbox_backlog,
+            admissions_refused,
             cluster: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// Counts a registration refused for its admission (`missing`, `forged`, `expired`,
+    /// `other_account`, `other_event`).
+    pub fn count_admission_refused(&self, reason: &str) {
+        self.admissions_refused.with_label_values(&[reason]).inc();
     }
 
     /// Reports the events cluster of this node: shards owned, lease renewals, fenced commits

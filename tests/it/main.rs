@@ -37,4 +37,5 @@ mod support;
 mod tenancy;
 mod ticket_files;
 mod ticketing;
+mod waiting_room;
 mod web;

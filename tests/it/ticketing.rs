@@ -1384,6 +1384,7 @@ async fn batches_of_several_organizations_commit_together_and_keep_their_answers
         last_name: "Lee".into(),
         custom_fields: json!({}),
         source: None,
+        admitted: false,
     };
     let requests: Vec<Vec<SeatRequest>> = types
         .iter()
@@ -1480,6 +1481,7 @@ fn seat_request(
         last_name: "Lee".into(),
         custom_fields: json!({}),
         source: None,
+        admitted: false,
     }
 }
 

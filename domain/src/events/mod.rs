@@ -1,5 +1,5 @@
 //! Rules of the event service: the event life cycle, what a change to an event may do, slugs,
-//! seats, ticket types, waiting lists and payments, what a valid event and ticket type are,
+//! seats, ticket types, waiting rooms, waiting lists and payments, what a valid event and ticket type are,
 //! and the refusals it answers with.
 
 pub mod checkout;
@@ -16,4 +16,5 @@ pub mod seats;
 pub mod slug;
 pub mod ticket_types;
 pub mod validation;
+pub mod waiting_room;
 pub mod waitlist;

@@ -131,6 +131,38 @@ refusals! {
         WalletNotConfigured => (NotFound,
             "Карты для этого кошелька не выпускаются: ключи подписи не настроены",
             "Passes for this wallet are not issued: no signing keys are configured"),
+        /// A seat asked for while the event's waiting room is on, without an admission.
+        AdmissionRequired => (Forbidden,
+            "Регистрация идёт через очередь: дождитесь своей очереди",
+            "Registration is through the waiting room: wait for your turn"),
+        /// An admission whose signature does not match what it says (made up or changed).
+        AdmissionForged => (Forbidden,
+            "Пропуск из очереди недействителен",
+            "The waiting-room admission is not valid"),
+        /// An admission past its time.
+        AdmissionExpired => (Forbidden,
+            "Время пропуска из очереди истекло: встаньте в очередь снова",
+            "The waiting-room admission has expired: join the queue again"),
+        /// An admission given to another account.
+        AdmissionOfAnotherAccount => (Forbidden,
+            "Этот пропуск из очереди выдан другому участнику",
+            "This waiting-room admission was given to another account"),
+        /// An admission for another event.
+        AdmissionOfAnotherEvent => (Forbidden,
+            "Этот пропуск из очереди выдан на другое событие",
+            "This waiting-room admission is for another event"),
+        /// Joining, reading or leaving the queue of an event without a waiting room.
+        NoWaitingRoom => (NotFound,
+            "У этого события нет очереди",
+            "This event has no waiting room"),
+        /// Reading or leaving a queue one holds no place in.
+        NoPlaceInQueue => (NotFound,
+            "Вы не стоите в этой очереди",
+            "You hold no place in this queue"),
+        /// Moving the on-sale time of a room whose sale has opened.
+        OnSaleOpened => (BusinessRule,
+            "Продажа через очередь уже открылась: время начала не изменить",
+            "The sale has opened: its start can no longer move"),
     }
 }
 

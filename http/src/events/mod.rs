@@ -15,6 +15,7 @@ pub mod revenue;
 pub mod test_payments;
 pub mod ticket_pdf;
 pub mod ticket_types;
+pub mod waiting_room;
 pub mod waitlist;
 pub mod wallet;
 
@@ -128,6 +129,18 @@ pub fn routes() -> Router<AppState> {
                 .post(waitlist::join)
                 .delete(waitlist::leave),
         )
+        .route(
+            "/api/v1/events/{id}/waiting-room",
+            get(waiting_room::get)
+                .put(waiting_room::open)
+                .delete(waiting_room::close),
+        )
+        .route(
+            "/api/v1/events/{id}/queue",
+            get(waiting_room::place)
+                .post(waiting_room::join)
+                .delete(waiting_room::leave),
+        )
         .route(internal::TRACKING, get(internal::tracking))
 }
 
@@ -150,6 +163,7 @@ pub fn self_idempotent_routes() -> Router<AppState> {
         registrations::check_in, registrations::check_in_by_code, registrations_export::export, door::view,
         ticket_pdf::pdf, wallet::availability, wallet::google, wallet::apple,
         waitlist::mine, waitlist::join, waitlist::leave,
+        waiting_room::open, waiting_room::get, waiting_room::close, waiting_room::join, waiting_room::place, waiting_room::leave,
         payments::webhook, payments::mark_paid,
         checkout::check_out, checkout::latest, checkout::of_registration, checkout::of_event, checkout::refund,
         checkout::notification, checkout::organization_notification, revenue::of_event,
@@ -158,6 +172,7 @@ pub fn self_idempotent_routes() -> Router<AppState> {
     tags(
         (name = "events", description = "Events and ticket types"),
         (name = "registrations", description = "Registrations and check-in"),
+        (name = "waiting room", description = "Waiting rooms of on-sales: places and admissions"),
     )
 )]
 struct EventsApi;

@@ -3,6 +3,7 @@
 
 use super::dto::{CheckInRequest, CodeCheckInRequest, CreateRegistrationRequest, RegistrationDto};
 use super::organizer;
+use super::waiting_room::{check_admission, refused};
 use crate::context::Caller;
 use crate::error::ApiError;
 use crate::extract::{Json, MaybeJson, Path, Query};
@@ -19,6 +20,7 @@ use domain::events::lifecycle::ParticipantsVisibility;
 use domain::events::refusals::{EventFieldText, EventRefusal};
 use domain::events::registrations::{CheckInMethod, RegistrationStatus, typed_code};
 use domain::events::search::RegistrationSearch;
+use domain::events::waiting_room::admission::{self, AdmissionRefusal};
 use domain::identity::rules;
 use domain::paging::Page;
 use domain::roles::Role;
@@ -110,6 +112,10 @@ pub async fn create(
     domain::validation::check_stored_object(&mut errors, "customFields", &custom_fields, 16 * 1024);
     errors.into_result()?;
     let key = key.ok_or_else(|| ApiError::field("X-Idempotency-Key", FieldError::Required))?;
+    let shown = headers
+        .get(admission::HEADER)
+        .map(|raw| raw.to_str().unwrap_or_default());
+    let admitted = check_admission(&state, shown, event_id, user.as_uuid())?;
 
     let request = SeatRequest {
         event: event_id,
@@ -130,6 +136,7 @@ pub async fn create(
         last_name: body.last_name.trim().to_string(),
         custom_fields,
         source: body.source,
+        admitted,
     };
     // Visibility, the sales window and the key's earlier answers are judged by the ticket
     // type's actor inside its group commit: a request costs no statement of its own.
@@ -179,6 +186,7 @@ async fn answer(
             .into_response()),
         SeatOutcome::Refused(refusal) => Err(refusal.refusal().into()),
         SeatOutcome::KeyReused => Err(ApiError::new(ErrorCode::IdempotencyKeyReused)),
+        SeatOutcome::AdmissionRequired => Err(refused(state, AdmissionRefusal::Missing)),
         // Rare: tell "no such event" (404) from "no such ticket type" (400) with the caller's
         // own read.
         SeatOutcome::NotFound | SeatOutcome::Replayed(_) => {

@@ -485,6 +485,10 @@ fn migrations(schema: Schema) -> Result<Vec<Migration>, String> {
                 "V19__events_on_sale_by_shard",
                 include_str!("../../../migrations/event_service/V19__events_on_sale_by_shard.sql"),
             ),
+            (
+                "V21__waiting_rooms",
+                include_str!("../../../migrations/event_service/V21__waiting_rooms.sql"),
+            ),
         ],
         Schema::MediaService => &[
             (

@@ -16,6 +16,7 @@ pub mod revenue;
 pub mod seats;
 pub mod ticket_types;
 pub mod tickets;
+pub mod waiting_room;
 pub mod waitlist;
 
 use crate::db::{DbError, Schema, Tx};

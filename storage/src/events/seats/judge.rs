@@ -62,6 +62,8 @@ pub(super) fn judge(
             Verdict::Done(SeatOutcome::Refused(SeatRefusal::NotPublished))
         } else if !offer.on_sale {
             Verdict::Done(SeatOutcome::Refused(SeatRefusal::NotOnSale))
+        } else if offer.waiting_room && !request.admitted {
+            Verdict::Done(SeatOutcome::AdmissionRequired)
         } else if people.registered.contains(&(offer.event, user)) || !seated.insert(user) {
             Verdict::Done(SeatOutcome::Refused(SeatRefusal::AlreadyRegistered))
         } else {

@@ -52,6 +52,9 @@ pub struct SeatRequest {
     pub custom_fields: serde_json::Value,
     /// Where the person came from (a short slug), if the client said.
     pub source: Option<String>,
+    /// The caller showed a valid admission of the event's waiting room (checked before the
+    /// request reached the actor; `domain::events::waiting_room::admission`).
+    pub admitted: bool,
 }
 
 /// The answer to one seat request.
@@ -67,6 +70,9 @@ pub enum SeatOutcome {
     KeyReused,
     /// The same key and request were judged before; this is what they got.
     Replayed(Box<SeatOutcome>),
+    /// The event's waiting room is open and the caller showed no admission. Not remembered
+    /// for the key: the same request is judged again once its caller is let in.
+    AdmissionRequired,
 }
 
 impl SeatOutcome {

@@ -30,6 +30,8 @@ pub(super) struct Offer {
     pub private: bool,
     pub any_holds: bool,
     pub anyone_waiting: bool,
+    /// The event's waiting room is open: a seat needs an admission.
+    pub waiting_room: bool,
     pub summary: EventSummary,
 }
 
@@ -104,6 +106,7 @@ struct EventRow {
     deleted: bool,
     private: bool,
     anyone_waiting: bool,
+    waiting_room: bool,
     summary: EventSummary,
 }
 
@@ -124,7 +127,7 @@ async fn offers(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Offers> {
     let events_sql = format!(
         "SELECT e.id, e.status, e.deleted_at IS NOT NULL, e.group_id IS NOT NULL,
             EXISTS (SELECT 1 FROM event_service.waiting_list w WHERE w.event_id = e.id AND w.status = 'WAITING'),
-            {SUMMARY_COLUMNS}
+            e.waiting_room, {SUMMARY_COLUMNS}
          FROM event_service.events e WHERE e.id = ANY($1::uuid[])
          ORDER BY e.id FOR KEY SHARE"
     );
@@ -153,7 +156,8 @@ async fn offers(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Offers> {
                 deleted: row.get(2),
                 private: row.get(3),
                 anyone_waiting: row.get(4),
-                summary: summary_from(row, id, 5),
+                waiting_room: row.get(5),
+                summary: summary_from(row, id, 6),
             };
             (id, event)
         })
@@ -184,6 +188,7 @@ async fn offers(tx: &Tx, batches: &[SeatBatch<'_>]) -> Result<Offers> {
                 private: read.private,
                 any_holds: row.get(9),
                 anyone_waiting: read.anyone_waiting,
+                waiting_room: read.waiting_room,
                 summary: read.summary.clone(),
             },
         );

@@ -1,0 +1,291 @@
+//! The waiting room of an on-sale over HTTP: the organizer opens, changes and closes it
+//! (`/waiting-room`); a visitor joins it, reads where they stand (with their admission once
+//! let in) and leaves it (`/queue`). Registrations check admissions in `registrations`.
+
+use super::organizer;
+use crate::context::Caller;
+use crate::error::ApiError;
+use crate::extract::{Json, Path};
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use domain::events::waiting_room::admission::{self, AdmissionRefusal};
+use domain::events::waiting_room::{
+    self as rules, DEFAULT_ADMISSION_MINUTES, DEFAULT_GRACE_MINUTES, PlaceStatus, RoomSettings,
+    admission_expiry, ahead, estimated_wait,
+};
+use domain::validation::FieldErrors;
+use serde::{Deserialize, Serialize};
+use storage::events::catalog;
+use storage::events::waiting_room::places::{self, Joined, Place};
+use storage::events::waiting_room::{Room, rooms};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// Opening a waiting room, or changing it.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WaitingRoomRequest {
+    /// When the sale opens: visitors who came before are drawn in random order then.
+    pub on_sale_at: DateTime<Utc>,
+    /// Visitors let in per minute.
+    #[schema(minimum = 1, maximum = 1000000)]
+    pub admit_per_minute: i64,
+    /// How long an admission lasts, in minutes (10 when not given).
+    #[schema(minimum = 1, maximum = 120)]
+    pub admission_minutes: Option<i64>,
+    /// How long a place is kept after its visitor leaves, in minutes (5 when not given).
+    #[schema(minimum = 0, maximum = 120)]
+    pub grace_minutes: Option<i64>,
+}
+
+/// An event's waiting room.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingRoomDto {
+    /// The event.
+    pub event_id: Uuid,
+    /// When the sale opens.
+    pub on_sale_at: DateTime<Utc>,
+    /// Visitors let in per minute.
+    pub admit_per_minute: i32,
+    /// How long an admission lasts, in minutes.
+    pub admission_minutes: i32,
+    /// How long a place is kept after its visitor leaves, in minutes.
+    pub grace_minutes: i32,
+    /// When the visitors who came early were drawn in random order: the sale has opened.
+    pub drawn_at: Option<DateTime<Utc>>,
+    /// Places handed out so far.
+    pub arrivals: i64,
+    /// Visitors let in so far.
+    pub admitted: i64,
+    /// No seat is left.
+    pub sold_out: bool,
+}
+
+impl From<Room> for WaitingRoomDto {
+    fn from(r: Room) -> Self {
+        WaitingRoomDto {
+            event_id: r.event_id,
+            on_sale_at: r.on_sale_at,
+            admit_per_minute: r.admit_per_minute,
+            admission_minutes: r.admission_minutes,
+            grace_minutes: r.grace_minutes,
+            drawn_at: r.drawn_at,
+            arrivals: r.arrivals,
+            admitted: r.admitted_count,
+            sold_out: r.sold_out_at.is_some(),
+        }
+    }
+}
+
+/// Where a visitor stands.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlaceDto {
+    /// The event.
+    pub event_id: Uuid,
+    /// PRE_QUEUE, WAITING, ADMITTED, EXPIRED, LEFT or SOLD_OUT.
+    pub status: PlaceStatus,
+    /// Visitors ahead, at most (some of them may have left); while WAITING.
+    pub ahead: Option<i64>,
+    /// Seconds until this visitor's turn at the room's rate; while WAITING.
+    pub estimated_wait_seconds: Option<i64>,
+    /// When the sale opens (the order of the pre-queue is drawn then).
+    pub on_sale_at: DateTime<Utc>,
+    /// Joined at.
+    pub joined_at: DateTime<Utc>,
+    /// The admission to show as `X-Admission` when registering; while ADMITTED.
+    pub admission: Option<String>,
+    /// When the admission stops working; while ADMITTED.
+    pub admission_expires_at: Option<DateTime<Utc>>,
+    /// Until when a visitor who left can come back to this place; while LEFT.
+    pub kept_until: Option<DateTime<Utc>>,
+}
+
+impl PlaceDto {
+    fn of(place: &Place, key: Option<&[u8]>, user: Uuid, now: DateTime<Utc>) -> PlaceDto {
+        let status = place.status(now);
+        let waiting = status == PlaceStatus::Waiting;
+        let before = ahead(place.ordinal, place.room.admitted_through);
+        let expires = place
+            .admitted_at
+            .map(|at| admission_expiry(at, place.room.admission_minutes));
+        let admission = match (status, key, expires) {
+            (PlaceStatus::Admitted, Some(key), Some(expires)) => {
+                Some(admission::sign(key, place.room.event_id, user, expires))
+            }
+            _ => None,
+        };
+        PlaceDto {
+            event_id: place.room.event_id,
+            status,
+            ahead: waiting.then_some(before),
+            estimated_wait_seconds: waiting
+                .then(|| estimated_wait(before, place.room.admit_per_minute).num_seconds()),
+            on_sale_at: place.room.on_sale_at,
+            joined_at: place.joined_at,
+            admission_expires_at: admission.as_ref().and(expires),
+            admission,
+            kept_until: place
+                .left_at
+                .map(|left| left + chrono::Duration::minutes(i64::from(place.room.grace_minutes))),
+        }
+    }
+}
+
+/// The key admissions are signed and checked with; none without the installation's secret
+/// (then no admission is given, and every one shown is refused as forged).
+pub(crate) fn admission_key(state: &AppState) -> Option<Vec<u8>> {
+    let secret = state.config.auth.jwt_secret.as_ref()?.expose();
+    (!secret.is_empty()).then(|| admission::key(secret.as_bytes()))
+}
+
+/// Checks the admission a registration shows for `event`: `Ok(true)` when one is shown and
+/// valid, `Ok(false)` when none is shown (the seat's judge then refuses it if the room is
+/// open), and the refusal, counted, when one is shown and not valid.
+pub(crate) fn check_admission(
+    state: &AppState,
+    shown: Option<&str>,
+    event: Uuid,
+    user: Uuid,
+) -> Result<bool, ApiError> {
+    let Some(shown) = shown else {
+        return Ok(false);
+    };
+    let checked = match admission_key(state) {
+        Some(key) => admission::verify(&key, shown, event, user, state.clock.now()),
+        None => Err(AdmissionRefusal::Forged),
+    };
+    checked
+        .map(|()| true)
+        .map_err(|refusal| refused(state, refusal))
+}
+
+/// The error of a refused admission, counted under its reason.
+pub(crate) fn refused(state: &AppState, refusal: AdmissionRefusal) -> ApiError {
+    state.metrics.count_admission_refused(refusal.as_str());
+    domain::error::Refusal::from(refusal.refusal()).into()
+}
+
+/// Opens the event's waiting room, or changes it: from now on a registration needs an
+/// admission. The on-sale time can move only until the sale opens.
+#[utoipa::path(put, path = "/api/v1/events/{id}/waiting-room", tag = "waiting room", request_body = WaitingRoomRequest,
+    responses((status = 200, body = WaitingRoomDto), (status = 403, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
+pub async fn open(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(event): Path<Uuid>,
+    Json(body): Json<WaitingRoomRequest>,
+) -> Result<Json<WaitingRoomDto>, ApiError> {
+    let (tenant, user) = organizer(&caller)?;
+    let admission_minutes = body.admission_minutes.unwrap_or(DEFAULT_ADMISSION_MINUTES);
+    let grace_minutes = body.grace_minutes.unwrap_or(DEFAULT_GRACE_MINUTES);
+    let mut errors = FieldErrors::new();
+    rules::check_settings(
+        &mut errors,
+        body.admit_per_minute,
+        admission_minutes,
+        grace_minutes,
+    );
+    errors.into_result()?;
+    // In range, so each fits.
+    let settings = RoomSettings {
+        on_sale_at: body.on_sale_at,
+        admit_per_minute: i32::try_from(body.admit_per_minute).unwrap_or(i32::MAX),
+        admission_minutes: i32::try_from(admission_minutes).unwrap_or(i32::MAX),
+        grace_minutes: i32::try_from(grace_minutes).unwrap_or(i32::MAX),
+    };
+    let room = rooms::open(&state.db, tenant, user, event, settings, state.clock.now()).await?;
+    Ok(Json(room.into()))
+}
+
+/// The event's waiting room, for anyone who can see the event; 404 when it has none.
+#[utoipa::path(get, path = "/api/v1/events/{id}/waiting-room", tag = "waiting room",
+    responses((status = 200, body = WaitingRoomDto), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(event): Path<Uuid>,
+) -> Result<Json<WaitingRoomDto>, ApiError> {
+    let seen = catalog::get(&state.db, caller.scope(), event).await?;
+    Ok(Json(
+        rooms::get(&state.db, seen.tenant_id, event).await?.into(),
+    ))
+}
+
+/// Closes the event's waiting room: registrations no longer need an admission, and the
+/// places in it are gone.
+#[utoipa::path(delete, path = "/api/v1/events/{id}/waiting-room", tag = "waiting room",
+    responses((status = 204), (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn close(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(event): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let (tenant, user) = organizer(&caller)?;
+    rooms::close(&state.db, tenant, user, event).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Takes a place in the event's waiting room: 201 with a new place, 200 with the one the
+/// account holds (one place per account; coming back within the grace period keeps it).
+#[utoipa::path(post, path = "/api/v1/events/{id}/queue", tag = "waiting room",
+    responses((status = 201, body = PlaceDto), (status = 200, body = PlaceDto), (status = 401, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)))]
+pub async fn join(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(event): Path<Uuid>,
+) -> Result<(StatusCode, Json<PlaceDto>), ApiError> {
+    let user = caller.require_user()?;
+    let seen = catalog::get(&state.db, caller.scope(), event).await?;
+    let now = state.clock.now();
+    let (place, joined) = places::join(&state.db, seen.tenant_id, event, user, now).await?;
+    let status = match joined {
+        Joined::New => StatusCode::CREATED,
+        Joined::Kept => StatusCode::OK,
+    };
+    let key = admission_key(&state);
+    Ok((
+        status,
+        Json(PlaceDto::of(&place, key.as_deref(), user.as_uuid(), now)),
+    ))
+}
+
+/// Where the caller stands in the event's waiting room, with their admission once let in.
+#[utoipa::path(get, path = "/api/v1/events/{id}/queue", tag = "waiting room",
+    responses((status = 200, body = PlaceDto), (status = 401, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn place(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(event): Path<Uuid>,
+) -> Result<Json<PlaceDto>, ApiError> {
+    let user = caller.require_user()?;
+    let seen = catalog::get(&state.db, caller.scope(), event).await?;
+    let now = state.clock.now();
+    let place = places::of(&state.db, seen.tenant_id, event, user, now).await?;
+    let key = admission_key(&state);
+    Ok(Json(PlaceDto::of(
+        &place,
+        key.as_deref(),
+        user.as_uuid(),
+        now,
+    )))
+}
+
+/// Leaves the event's waiting room; the place is kept for the room's grace period.
+#[utoipa::path(delete, path = "/api/v1/events/{id}/queue", tag = "waiting room",
+    responses((status = 204), (status = 401, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn leave(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(event): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let user = caller.require_user()?;
+    let seen = catalog::get(&state.db, caller.scope(), event).await?;
+    places::leave(&state.db, seen.tenant_id, event, user, state.clock.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,655 @@
+//! The waiting room of an on-sale through the gateway: an organizer opens it, visitors queue
+//! (the early ones drawn at random at the on-sale time), the admitter lets them in at the
+//! set rate, and a registration needs a valid admission while the room is open.
+
+use crate::identity::{Ctx, Session};
+use crate::support::{Reply, send};
+use crate::web::published_with_types;
+use chrono::{DateTime, Duration, Utc};
+use domain::clock::Clock;
+use domain::ids::{TenantId, UserId};
+use serde_json::{Value, json};
+use storage::events::waiting_room::{admitter, places, rooms};
+use uuid::Uuid;
+
+/// A published event with one ticket type of `seats` seats: (event, ticket type).
+async fn on_sale(ctx: &Ctx, owner: &Session, seats: i64) -> (String, String) {
+    let (event, _) = published_with_types(
+        ctx,
+        owner,
+        "Opening night",
+        &[json!({"name": "Stalls", "quantity": seats})],
+    )
+    .await;
+    let types = ctx
+        .get(
+            &format!("/api/v1/events/{event}/ticket-types"),
+            Some(&owner.access),
+        )
+        .await;
+    let ticket_type = types.body["data"][0]["id"].as_str().unwrap().to_string();
+    (event, ticket_type)
+}
+
+async fn open_room(ctx: &Ctx, owner: &Session, event: &str, body: Value) -> Reply {
+    ctx.put(
+        &format!("/api/v1/events/{event}/waiting-room"),
+        Some(&owner.access),
+        body,
+    )
+    .await
+}
+
+async fn register(
+    ctx: &Ctx,
+    who: &Session,
+    event: &str,
+    ticket_type: &str,
+    admission: Option<&str>,
+) -> Reply {
+    let mut request = ctx
+        .http
+        .post(format!("{}/api/v1/events/{event}/registrations", ctx.base))
+        .bearer_auth(&who.access)
+        .header("X-Idempotency-Key", Uuid::new_v4().to_string())
+        .header("Accept-Language", "en")
+        .json(&json!({"ticketTypeId": ticket_type, "firstName": "Ann", "lastName": "Lee"}));
+    if let Some(admission) = admission {
+        request = request.header("X-Admission", admission);
+    }
+    send(request).await
+}
+
+async fn place(ctx: &Ctx, who: &Session, event: &str) -> Value {
+    let r = ctx
+        .get(&format!("/api/v1/events/{event}/queue"), Some(&who.access))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+/// Runs the admitter over the room at the node's clock, as the node's job does.
+async fn admit(ctx: &Ctx, event: &str) -> admitter::Run {
+    admitter::room(&ctx.t.db, event.parse().unwrap(), ctx.clock.now())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_open_room_lets_in_only_those_it_admitted() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = on_sale(&ctx, &owner, 5).await;
+    let on_sale_at = ctx.clock.now() + Duration::hours(1);
+
+    // Settings are checked, each under its name; only the event's organizers open a room.
+    let bad = open_room(
+        &ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": on_sale_at, "admitPerMinute": 0, "graceMinutes": 500}),
+    )
+    .await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(
+        bad.body["details"]["admitPerMinute"].is_string(),
+        "{}",
+        bad.body
+    );
+    assert!(
+        bad.body["details"]["graceMinutes"].is_string(),
+        "{}",
+        bad.body
+    );
+    let wrong_type = open_room(
+        &ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": "tomorrow", "admitPerMinute": "many"}),
+    )
+    .await;
+    assert_eq!(wrong_type.status, 400, "{}", wrong_type.body);
+    let missing = open_room(&ctx, &owner, &event, json!({"admitPerMinute": 2})).await;
+    assert_eq!(missing.status, 400, "{}", missing.body);
+    assert!(
+        missing.body["details"]["onSaleAt"].is_string(),
+        "{}",
+        missing.body
+    );
+    let unknown = open_room(
+        &ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": on_sale_at, "admitPerMinute": 2, "vip": true}),
+    )
+    .await;
+    assert_eq!(unknown.status, 400, "{}", unknown.body);
+    let visitor = ctx.user().await;
+    let not_organizer = open_room(
+        &ctx,
+        &visitor,
+        &event,
+        json!({"onSaleAt": on_sale_at, "admitPerMinute": 2}),
+    )
+    .await;
+    assert_eq!(not_organizer.status, 403, "{}", not_organizer.body);
+    let (stranger, _) = ctx.owner(&admin).await;
+    let other_tenant = open_room(
+        &ctx,
+        &stranger,
+        &event,
+        json!({"onSaleAt": on_sale_at, "admitPerMinute": 2}),
+    )
+    .await;
+    assert_eq!(other_tenant.status, 404, "{}", other_tenant.body);
+    let none = ctx
+        .get(&format!("/api/v1/events/{event}/waiting-room"), None)
+        .await;
+    assert_eq!(none.status, 404, "no room yet: {}", none.body);
+
+    let opened = open_room(
+        &ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": on_sale_at, "admitPerMinute": 2}),
+    )
+    .await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    assert_eq!(opened.body["admitPerMinute"], 2);
+    assert_eq!(opened.body["admissionMinutes"], 10, "the default");
+    assert_eq!(opened.body["graceMinutes"], 5, "the default");
+    assert!(opened.body["drawnAt"].is_null());
+    let public = ctx
+        .get(&format!("/api/v1/events/{event}/waiting-room"), None)
+        .await;
+    assert_eq!(
+        public.status, 200,
+        "anyone who sees the event sees its room: {}",
+        public.body
+    );
+
+    // Without an admission nobody registers, not even before anyone queues.
+    let refused = register(&ctx, &visitor, &event, &ticket_type, None).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(refused.body["code"], "forbidden");
+    assert_eq!(
+        refused.body["message"],
+        "Registration is through the waiting room: wait for your turn"
+    );
+
+    // Three visitors come before the sale: the pre-queue. One place per account.
+    let (a, b, c) = (visitor, ctx.user().await, ctx.user().await);
+    for who in [&a, &b, &c] {
+        let joined = ctx
+            .post_empty(&format!("/api/v1/events/{event}/queue"), Some(&who.access))
+            .await;
+        assert_eq!(joined.status, 201, "{}", joined.body);
+        assert_eq!(joined.body["status"], "PRE_QUEUE");
+        assert!(joined.body["ahead"].is_null(), "no order before the draw");
+    }
+    let again = ctx
+        .post_empty(&format!("/api/v1/events/{event}/queue"), Some(&a.access))
+        .await;
+    assert_eq!(again.status, 200, "the place held: {}", again.body);
+    assert_eq!(
+        ctx.get(&format!("/api/v1/events/{event}/waiting-room"), None)
+            .await
+            .body["arrivals"],
+        3
+    );
+    // The on-sale time moves freely until the sale opens.
+    let moved = open_room(
+        &ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": on_sale_at + Duration::minutes(1), "admitPerMinute": 2}),
+    )
+    .await;
+    assert_eq!(moved.status, 200, "{}", moved.body);
+    let back = open_room(
+        &ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": on_sale_at, "admitPerMinute": 2}),
+    )
+    .await;
+    assert_eq!(back.status, 200, "{}", back.body);
+
+    // The sale opens: the pre-queue is drawn, each visitor gets a distinct turn.
+    ctx.clock.advance(Duration::hours(1));
+    assert_eq!(admit(&ctx, &event).await.drawn, 1);
+    let mut ahead = Vec::new();
+    for who in [&a, &b, &c] {
+        let p = place(&ctx, who, &event).await;
+        assert_eq!(p["status"], "WAITING", "{p}");
+        ahead.push(p["ahead"].as_i64().unwrap());
+        assert!(p["estimatedWaitSeconds"].as_i64().unwrap() >= 30, "{p}");
+    }
+    ahead.sort_unstable();
+    assert_eq!(ahead, vec![0, 1, 2]);
+    let drawn = ctx
+        .get(&format!("/api/v1/events/{event}/waiting-room"), None)
+        .await;
+    assert!(drawn.body["drawnAt"].is_string(), "{}", drawn.body);
+    let late_move = open_room(
+        &ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": on_sale_at + Duration::hours(2), "admitPerMinute": 2}),
+    )
+    .await;
+    assert_eq!(
+        late_move.status, 422,
+        "the sale has opened: {}",
+        late_move.body
+    );
+
+    // Two a minute: after 30 seconds, exactly one is let in — the one drawn first.
+    ctx.clock.advance(Duration::seconds(30));
+    assert_eq!(admit(&ctx, &event).await.admitted, 1);
+    let mut admitted = Vec::new();
+    let mut waiting = Vec::new();
+    for who in [&a, &b, &c] {
+        let p = place(&ctx, who, &event).await;
+        match p["status"].as_str().unwrap() {
+            "ADMITTED" => admitted.push((who.clone(), p)),
+            "WAITING" => waiting.push(who.clone()),
+            other => panic!("unexpected {other}: {p}"),
+        }
+    }
+    assert_eq!(admitted.len(), 1);
+    let (first, seen) = &admitted[0];
+    let admission = seen["admission"].as_str().unwrap().to_string();
+    let expires: DateTime<Utc> = seen["admissionExpiresAt"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        expires.timestamp_micros(),
+        (ctx.clock.now() + Duration::minutes(10)).timestamp_micros(),
+        "ten minutes from first sight"
+    );
+    assert_eq!(
+        place(&ctx, first, &event).await["admissionExpiresAt"],
+        seen["admissionExpiresAt"],
+        "reading again does not extend it"
+    );
+
+    // Another account's admission, a forged one, one for another event: refused, each said.
+    let other = &waiting[0];
+    let theirs = register(&ctx, other, &event, &ticket_type, Some(&admission)).await;
+    assert_eq!(theirs.status, 403, "{}", theirs.body);
+    assert_eq!(
+        theirs.body["message"],
+        "This waiting-room admission was given to another account"
+    );
+    let mut tampered = admission.clone();
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == '0' { '1' } else { '0' });
+    let forged = register(&ctx, first, &event, &ticket_type, Some(&tampered)).await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    assert_eq!(
+        forged.body["message"],
+        "The waiting-room admission is not valid"
+    );
+    let (elsewhere, elsewhere_type) = on_sale(&ctx, &owner, 5).await;
+    let wrong_event = register(&ctx, first, &elsewhere, &elsewhere_type, Some(&admission)).await;
+    assert_eq!(wrong_event.status, 403, "{}", wrong_event.body);
+    assert_eq!(
+        wrong_event.body["message"],
+        "This waiting-room admission is for another event"
+    );
+
+    // Its own holder registers with it.
+    let registered = register(&ctx, first, &event, &ticket_type, Some(&admission)).await;
+    assert_eq!(registered.status, 201, "{}", registered.body);
+
+    // The next one is let in, and lets the admission lapse.
+    ctx.clock.advance(Duration::seconds(30));
+    assert_eq!(admit(&ctx, &event).await.admitted, 1);
+    let mut lapsing = None;
+    for who in &waiting {
+        let p = place(&ctx, who, &event).await;
+        if p["status"] == "ADMITTED" {
+            lapsing = Some((who.clone(), p["admission"].as_str().unwrap().to_string()));
+        }
+    }
+    let (late, late_admission) = lapsing.expect("a second admission");
+    ctx.clock.advance(Duration::minutes(10));
+    let expired = register(&ctx, &late, &event, &ticket_type, Some(&late_admission)).await;
+    assert_eq!(expired.status, 403, "{}", expired.body);
+    assert_eq!(
+        expired.body["message"],
+        "The waiting-room admission has expired: join the queue again"
+    );
+    assert_eq!(place(&ctx, &late, &event).await["status"], "EXPIRED");
+    // Joining again puts them at the back of the line.
+    let rejoined = ctx
+        .post_empty(&format!("/api/v1/events/{event}/queue"), Some(&late.access))
+        .await;
+    assert_eq!(rejoined.status, 201, "{}", rejoined.body);
+    assert_eq!(rejoined.body["status"], "WAITING");
+
+    // Every refusal was counted under its reason.
+    let metrics = reqwest::get(format!("{}/metrics", ctx.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for reason in [
+        "missing",
+        "forged",
+        "expired",
+        "other_account",
+        "other_event",
+    ] {
+        assert!(
+            metrics.contains(&format!(
+                "bilet_admissions_refused_total{{reason=\"{reason}\"}} 1"
+            )),
+            "{reason} in\n{}",
+            metrics
+                .lines()
+                .filter(|l| l.contains("admissions"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+
+    // Closed, the room asks nothing of registrations.
+    let closed = ctx
+        .delete(
+            &format!("/api/v1/events/{event}/waiting-room"),
+            Some(&owner.access),
+        )
+        .await;
+    assert_eq!(closed.status, 204, "{}", closed.body);
+    assert_eq!(
+        register(&ctx, &late, &event, &ticket_type, None)
+            .await
+            .status,
+        201
+    );
+    let gone = ctx
+        .get(&format!("/api/v1/events/{event}/queue"), Some(&late.access))
+        .await;
+    assert_eq!(gone.status, 404, "{}", gone.body);
+    assert_eq!(gone.body["message"], "This event has no waiting room");
+}
+
+/// An event on sale with a room open since `opened` at `rate` a minute, and `visitors` who
+/// queued after the sale opened, in that order (written straight to storage: the place
+/// handlers are tested above): (tenant, event, the visitors in arrival order).
+async fn queue_of(
+    ctx: &Ctx,
+    seats: i64,
+    rate: i64,
+    visitors: usize,
+) -> (TenantId, Uuid, Vec<UserId>) {
+    let admin = ctx.admin().await;
+    let (owner, org) = ctx.owner(&admin).await;
+    let (event, _) = on_sale(ctx, &owner, seats).await;
+    let opened = open_room(
+        ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": ctx.clock.now(), "admitPerMinute": rate}),
+    )
+    .await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let (tenant, event) = (TenantId(org.parse().unwrap()), event.parse().unwrap());
+    let mut users = Vec::new();
+    for _ in 0..visitors {
+        let user = UserId::new();
+        places::join(&ctx.t.db, tenant, event, user, ctx.clock.now())
+            .await
+            .unwrap();
+        users.push(user);
+    }
+    (tenant, event, users)
+}
+
+#[tokio::test]
+async fn admission_follows_the_set_rate_in_arrival_order() {
+    let ctx = Ctx::new().await;
+    let (tenant, event, users) = queue_of(&ctx, 500, 60, 150).await;
+    // A minute in steps of a quarter second, as the node's job runs: 60 let in, no more.
+    let mut given = 0;
+    for _ in 0..240 {
+        ctx.clock.advance(Duration::milliseconds(250));
+        given += admitter::room(&ctx.t.db, event, ctx.clock.now())
+            .await
+            .unwrap()
+            .admitted;
+    }
+    assert_eq!(given, 60);
+    let room = rooms::get(&ctx.t.db, tenant, event).await.unwrap();
+    assert_eq!(room.admitted_count, 60);
+    // The first sixty to arrive, and only they.
+    for (i, user) in users.iter().enumerate() {
+        let p = places::of(&ctx.t.db, tenant, event, *user, ctx.clock.now())
+            .await
+            .unwrap();
+        let expected = if i < 60 { "Admitted" } else { "Waiting" };
+        assert_eq!(
+            format!("{:?}", p.status(ctx.clock.now())),
+            expected,
+            "visitor {i}"
+        );
+    }
+    // Ten seconds idle with people still in line: ten more; nothing is owed twice.
+    ctx.clock.advance(Duration::seconds(10));
+    assert_eq!(
+        admitter::room(&ctx.t.db, event, ctx.clock.now())
+            .await
+            .unwrap()
+            .admitted,
+        10
+    );
+    assert_eq!(
+        admitter::room(&ctx.t.db, event, ctx.clock.now())
+            .await
+            .unwrap()
+            .admitted,
+        0
+    );
+}
+
+#[tokio::test]
+async fn an_empty_line_banks_no_admissions_for_later_crowds() {
+    let ctx = Ctx::new().await;
+    let (tenant, event, _) = queue_of(&ctx, 500, 60, 0).await;
+    // An hour with nobody waiting, then a crowd: they come in at the rate, not all at once.
+    ctx.clock.advance(Duration::hours(1));
+    admitter::room(&ctx.t.db, event, ctx.clock.now())
+        .await
+        .unwrap();
+    for _ in 0..100 {
+        places::join(&ctx.t.db, tenant, event, UserId::new(), ctx.clock.now())
+            .await
+            .unwrap();
+    }
+    ctx.clock.advance(Duration::seconds(5));
+    assert_eq!(
+        admitter::room(&ctx.t.db, event, ctx.clock.now())
+            .await
+            .unwrap()
+            .admitted,
+        5
+    );
+}
+
+#[tokio::test]
+async fn two_admitters_never_let_the_same_place_in_twice() {
+    let ctx = Ctx::new().await;
+    let (tenant, event, _) = queue_of(&ctx, 5_000, 6_000, 2_000).await;
+    // Two nodes' admitters, each with a pool of its own, racing over the same minute.
+    let other = ctx.t.db.separate(4).unwrap();
+    let start = ctx.clock.now();
+    let race = |db: storage::Database, offset: i64| async move {
+        let mut given = 0;
+        for step in 0..120 {
+            let now = start + Duration::milliseconds(step * 100 + offset);
+            given += admitter::room(&db, event, now).await.unwrap().admitted;
+        }
+        given
+    };
+    let (mine, theirs) = tokio::join!(race(ctx.t.db.clone(), 0), race(other, 50));
+    // A run that found the room taken skipped it; the next one, at the last time, catches up.
+    let end = start + Duration::milliseconds(119 * 100 + 50);
+    let last = admitter::room(&ctx.t.db, event, end)
+        .await
+        .unwrap()
+        .admitted;
+    let room = rooms::get(&ctx.t.db, tenant, event).await.unwrap();
+    assert_eq!(
+        mine + theirs + last,
+        room.admitted_count,
+        "each admission counted once"
+    );
+    // 6,000 a minute for 11.95 s is 1,195: every one of them given, by one admitter or the other.
+    assert_eq!(
+        room.admitted_count,
+        (end - start).num_milliseconds() * 100 / 1_000
+    );
+    assert_eq!(
+        room.admitted_through, room.admitted_count,
+        "the cursor over as many places"
+    );
+}
+
+#[tokio::test]
+async fn a_visitor_who_leaves_keeps_the_place_for_the_grace_period() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, _) = on_sale(&ctx, &owner, 5).await;
+    let opened = open_room(
+        &ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": ctx.clock.now(), "admitPerMinute": 1, "graceMinutes": 5}),
+    )
+    .await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let queue = format!("/api/v1/events/{event}/queue");
+    let (first, second) = (ctx.user().await, ctx.user().await);
+    assert_eq!(
+        ctx.post_empty(&queue, Some(&first.access)).await.status,
+        201
+    );
+    assert_eq!(
+        ctx.post_empty(&queue, Some(&second.access)).await.status,
+        201
+    );
+    assert_eq!(place(&ctx, &second, &event).await["ahead"], 1);
+
+    // Leaving is said, twice is harmless; a stranger to the room has no place to leave.
+    assert_eq!(ctx.delete(&queue, Some(&second.access)).await.status, 204);
+    assert_eq!(ctx.delete(&queue, Some(&second.access)).await.status, 204);
+    let stranger = ctx.user().await;
+    let none = ctx.delete(&queue, Some(&stranger.access)).await;
+    assert_eq!(none.status, 404, "{}", none.body);
+    assert_eq!(none.body["message"], "You hold no place in this queue");
+    assert_eq!(ctx.delete(&queue, None).await.status, 401);
+    let left = place(&ctx, &second, &event).await;
+    assert_eq!(left["status"], "LEFT");
+    let kept: DateTime<Utc> = left["keptUntil"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        kept.timestamp_micros(),
+        (ctx.clock.now() + Duration::minutes(5)).timestamp_micros()
+    );
+
+    // Back within the grace period: the same place.
+    ctx.clock.advance(Duration::minutes(4));
+    let back = ctx.post_empty(&queue, Some(&second.access)).await;
+    assert_eq!(back.status, 200, "{}", back.body);
+    assert_eq!(back.body["status"], "WAITING");
+    assert_eq!(back.body["ahead"], 1);
+
+    // Away longer than that: a new place at the back.
+    assert_eq!(ctx.delete(&queue, Some(&first.access)).await.status, 204);
+    ctx.clock.advance(Duration::minutes(6));
+    assert_eq!(
+        ctx.post_empty(&queue, Some(&stranger.access)).await.status,
+        201
+    );
+    let behind = ctx.post_empty(&queue, Some(&first.access)).await;
+    assert_eq!(behind.status, 201, "{}", behind.body);
+    assert_eq!(
+        behind.body["ahead"], 3,
+        "behind the two who came after it, at most"
+    );
+}
+
+#[tokio::test]
+async fn everyone_waiting_is_told_when_the_last_seat_sells() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = on_sale(&ctx, &owner, 1).await;
+    let opened = open_room(
+        &ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": ctx.clock.now(), "admitPerMinute": 1}),
+    )
+    .await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let queue = format!("/api/v1/events/{event}/queue");
+    let visitors = [ctx.user().await, ctx.user().await, ctx.user().await];
+    for who in &visitors {
+        assert_eq!(ctx.post_empty(&queue, Some(&who.access)).await.status, 201);
+    }
+    ctx.clock.advance(Duration::minutes(1));
+    assert_eq!(admit(&ctx, &event).await.admitted, 1);
+    let first = place(&ctx, &visitors[0], &event).await;
+    assert_eq!(first["status"], "ADMITTED", "{first}");
+    let registered = register(
+        &ctx,
+        &visitors[0],
+        &event,
+        &ticket_type,
+        first["admission"].as_str(),
+    )
+    .await;
+    assert_eq!(registered.status, 201, "{}", registered.body);
+
+    // The one seat is gone: the next run tells everyone still waiting, and lets nobody in.
+    ctx.clock.advance(Duration::minutes(1));
+    let run = admit(&ctx, &event).await;
+    assert_eq!((run.sold_out, run.admitted), (1, 0));
+    for who in &visitors[1..] {
+        let p = place(&ctx, who, &event).await;
+        assert_eq!(p["status"], "SOLD_OUT", "{p}");
+        assert!(p["ahead"].is_null());
+    }
+    let room = ctx
+        .get(&format!("/api/v1/events/{event}/waiting-room"), None)
+        .await;
+    assert_eq!(room.body["soldOut"], true, "{}", room.body);
+
+    // A seat freed: admissions go on at the rate, owing nothing for the sold-out time.
+    let id = registered.body["id"].as_str().unwrap();
+    let cancelled = ctx
+        .delete(
+            &format!("/api/v1/registrations/{id}"),
+            Some(&visitors[0].access),
+        )
+        .await;
+    assert!(cancelled.status < 300, "{}", cancelled.body);
+    assert_eq!(
+        admit(&ctx, &event).await.admitted,
+        0,
+        "the clock starts again now"
+    );
+    ctx.clock.advance(Duration::minutes(1));
+    assert_eq!(admit(&ctx, &event).await.admitted, 1);
+    assert_eq!(
+        place(&ctx, &visitors[1], &event).await["status"],
+        "ADMITTED"
+    );
+}
