@@ -284,6 +284,7 @@ pub async fn start_with(
             messenger::tickets::Wallets::from_config(&config.wallet, &config.http.public_url)
                 .context("cannot set up wallet passes ([wallet] settings)")?,
         ),
+        rooms: Default::default(),
     });
 
     let schemas: Vec<Schema> = node_config

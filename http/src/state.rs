@@ -68,6 +68,8 @@ pub struct Parts {
     pub payments: payments::Payments,
     /// The wallet passes this installation issues (each only with its signing keys).
     pub wallets: Arc<messenger::tickets::Wallets>,
+    /// The waiting rooms this process's visitors follow.
+    pub rooms: crate::events::waiting_room::watch::RoomWatch,
 }
 
 /// The notification service's parts.

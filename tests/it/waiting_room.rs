@@ -653,3 +653,96 @@ async fn everyone_waiting_is_told_when_the_last_seat_sells() {
         "ADMITTED"
     );
 }
+
+/// Reads a stream until `wanted` has come, for at most five seconds; everything read so far.
+async fn read_until(response: &mut reqwest::Response, seen: &mut String, wanted: &str) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !seen.contains(wanted) {
+        let chunk = tokio::time::timeout_at(deadline, response.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no {wanted} in time; read:\n{seen}"))
+            .unwrap();
+        let Some(chunk) = chunk else {
+            panic!("the stream ended before {wanted}; read:\n{seen}");
+        };
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test]
+async fn a_visitor_is_told_of_their_turn_as_it_comes() {
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let (event, ticket_type) = on_sale(&ctx, &owner, 5).await;
+    let opened = open_room(
+        &ctx,
+        &owner,
+        &event,
+        json!({"onSaleAt": ctx.clock.now(), "admitPerMinute": 1}),
+    )
+    .await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let stream = format!("/api/v1/events/{event}/queue/events");
+    // Nobody follows a place they do not hold.
+    let stranger = ctx.user().await;
+    let none = ctx.get(&stream, Some(&stranger.access)).await;
+    assert_eq!(none.status, 404, "{}", none.body);
+    assert_eq!(ctx.get(&stream, None).await.status, 401);
+
+    let (first, second) = (ctx.user().await, ctx.user().await);
+    for who in [&first, &second] {
+        assert_eq!(
+            ctx.post_empty(&format!("/api/v1/events/{event}/queue"), Some(&who.access))
+                .await
+                .status,
+            201
+        );
+    }
+    let mut response = ctx
+        .http
+        .get(format!("{}{stream}", ctx.base))
+        .bearer_auth(&second.access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut seen = String::new();
+    read_until(&mut response, &mut seen, "\"status\":\"WAITING\"").await;
+    assert!(seen.contains("event: place"), "{seen}");
+    assert!(seen.contains("retry: 1000"), "{seen}");
+    assert!(seen.contains("\"ahead\":1"), "{seen}");
+
+    // The first is let in: the second hears it moved up, without asking.
+    ctx.clock.advance(Duration::minutes(1));
+    assert_eq!(admit(&ctx, &event).await.admitted, 1);
+    read_until(&mut response, &mut seen, "\"ahead\":0").await;
+    // Then its own turn comes, with the admission it registers with.
+    ctx.clock.advance(Duration::minutes(1));
+    assert_eq!(admit(&ctx, &event).await.admitted, 1);
+    read_until(&mut response, &mut seen, "\"status\":\"ADMITTED\"").await;
+    let admitted = seen
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+        .find(|place| place["status"] == "ADMITTED")
+        .unwrap();
+    let admission = admitted["admission"]
+        .as_str()
+        .expect("the admission is pushed");
+    let registered = register(&ctx, &second, &event, &ticket_type, Some(admission)).await;
+    assert_eq!(registered.status, 201, "{}", registered.body);
+
+    // The room closes: the stream says so.
+    assert_eq!(
+        ctx.delete(
+            &format!("/api/v1/events/{event}/waiting-room"),
+            Some(&owner.access)
+        )
+        .await
+        .status,
+        204
+    );
+    read_until(&mut response, &mut seen, "event: closed").await;
+}

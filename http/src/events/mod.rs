@@ -141,6 +141,10 @@ pub fn routes() -> Router<AppState> {
                 .post(waiting_room::join)
                 .delete(waiting_room::leave),
         )
+        .route(
+            "/api/v1/events/{id}/queue/events",
+            get(waiting_room::stream::follow),
+        )
         .route(internal::TRACKING, get(internal::tracking))
 }
 
@@ -164,6 +168,7 @@ pub fn self_idempotent_routes() -> Router<AppState> {
         ticket_pdf::pdf, wallet::availability, wallet::google, wallet::apple,
         waitlist::mine, waitlist::join, waitlist::leave,
         waiting_room::open, waiting_room::get, waiting_room::close, waiting_room::join, waiting_room::place, waiting_room::leave,
+        waiting_room::stream::follow,
         payments::webhook, payments::mark_paid,
         checkout::check_out, checkout::latest, checkout::of_registration, checkout::of_event, checkout::refund,
         checkout::notification, checkout::organization_notification, revenue::of_event,

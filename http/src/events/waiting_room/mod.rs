@@ -1,6 +1,10 @@
 //! The waiting room of an on-sale over HTTP: the organizer opens, changes and closes it
 //! (`/waiting-room`); a visitor joins it, reads where they stand (with their admission once
-//! let in) and leaves it (`/queue`). Registrations check admissions in `registrations`.
+//! let in) and leaves it (`/queue`), or follows it as it moves (`stream`). Registrations check
+//! admissions in `registrations`.
+
+pub mod stream;
+pub mod watch;
 
 use super::organizer;
 use crate::context::Caller;
@@ -15,6 +19,7 @@ use domain::events::waiting_room::{
     self as rules, DEFAULT_ADMISSION_MINUTES, DEFAULT_GRACE_MINUTES, PlaceStatus, RoomSettings,
     admission_expiry, ahead, estimated_wait,
 };
+use domain::events::waitlist::takes_entries;
 use domain::validation::FieldErrors;
 use serde::{Deserialize, Serialize};
 use storage::events::catalog;
@@ -242,6 +247,8 @@ pub async fn join(
 ) -> Result<(StatusCode, Json<PlaceDto>), ApiError> {
     let user = caller.require_user()?;
     let seen = catalog::get(&state.db, caller.scope(), event).await?;
+    // Only a published event takes registrations, and so visitors for them.
+    takes_entries(seen.status)?;
     let now = state.clock.now();
     let (place, joined) = places::join(&state.db, seen.tenant_id, event, user, now).await?;
     let status = match joined {
