@@ -554,6 +554,11 @@ pub struct GatewayConfig {
     pub upload_per_minute: u32,
     /// Payment provider notifications per minute per source IP (outside the public budget).
     pub webhook_per_minute: u32,
+    /// Joins of waiting-room queues per minute per client IP (on top of the user's budget):
+    /// generous, since a carrier's NAT puts many people behind one address.
+    pub queue_joins_per_ip_per_minute: u32,
+    /// Joins of waiting-room queues per minute per account.
+    pub queue_joins_per_account_per_minute: u32,
     /// Proxies whose X-Forwarded-For is believed: IP addresses or CIDR ranges.
     pub trusted_proxies: Vec<String>,
     /// Prefix of the rate-limit keys in Redis (gateways sharing one budget share it).
@@ -569,6 +574,8 @@ impl Default for GatewayConfig {
             user_per_minute: 1000,
             upload_per_minute: 10,
             webhook_per_minute: 6000,
+            queue_joins_per_ip_per_minute: 120,
+            queue_joins_per_account_per_minute: 10,
             trusted_proxies: Vec::new(),
             // Named after the installation when loaded (`bilet:<database>:rl`).
             rate_limit_prefix: String::new(),

@@ -53,6 +53,16 @@ fn is_operational(path: &str) -> bool {
 }
 
 /// Uploads have their own, smaller budget.
+/// Taking a place in a waiting room's queue: counted per client IP and per account too, so a
+/// bot farm behind one address, or one account asking again and again, is slowed down.
+fn is_queue_join(method: &Method, path: &str) -> bool {
+    if method != Method::POST {
+        return false;
+    }
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    matches!(segments.as_slice(), ["api", "v1", "events", id, "queue"] if uuid::Uuid::parse_str(id).is_ok())
+}
+
 fn is_upload(method: &Method, path: &str) -> bool {
     method == Method::POST && path.trim_end_matches('/') == "/api/v1/media/upload"
 }
@@ -364,7 +374,11 @@ async fn count_and_answer(
         Some(user) => Bucket::User(user),
         None => ip_bucket(door, &request),
     };
-    let decision = door.limiter.check(&bucket).await;
+    let mut decision = door.limiter.check(&bucket).await;
+    if decision.allowed && refusal.is_none() && is_queue_join(request.method(), path) {
+        let ip = ip_bucket(door, &request);
+        decision = queue_join(door, ip, user).await.unwrap_or(decision);
+    }
     let mut response = if !decision.allowed {
         let mut error = ApiError::new(ErrorCode::RateLimitExceeded);
         error.retry_after = Some(decision.reset_after);
@@ -391,9 +405,44 @@ async fn count_and_answer(
     response
 }
 
+/// The first of the queue-join budgets (the client IP's, then the account's) a join exceeds.
+async fn queue_join(
+    door: &Door,
+    client: Bucket,
+    user: Option<uuid::Uuid>,
+) -> Option<crate::ratelimit::Decision> {
+    let Bucket::Public(ip) = client else {
+        return None;
+    };
+    let by_ip = door.limiter.check(&Bucket::QueueJoinIp(ip)).await;
+    if !by_ip.allowed {
+        return Some(by_ip);
+    }
+    let by_account = door.limiter.check(&Bucket::QueueJoinAccount(user?)).await;
+    (!by_account.allowed).then_some(by_account)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn queue_joins_are_told_apart() {
+        let id = uuid::Uuid::now_v7();
+        assert!(is_queue_join(
+            &Method::POST,
+            &format!("/api/v1/events/{id}/queue")
+        ));
+        assert!(!is_queue_join(
+            &Method::GET,
+            &format!("/api/v1/events/{id}/queue")
+        ));
+        assert!(!is_queue_join(&Method::POST, "/api/v1/events/x/queue"));
+        assert!(!is_queue_join(
+            &Method::POST,
+            &format!("/api/v1/events/{id}/waitlist")
+        ));
+    }
 
     #[test]
     fn public_routes_are_an_explicit_list() {

@@ -23,6 +23,10 @@ pub enum Bucket {
     Upload(uuid::Uuid),
     /// A payment provider's notifications, by source IP: bursts come exactly when seats sell.
     Webhook(IpAddr),
+    /// Joins of waiting-room queues, by client IP: however many accounts one address holds.
+    QueueJoinIp(IpAddr),
+    /// Joins of waiting-room queues by one account.
+    QueueJoinAccount(uuid::Uuid),
 }
 
 /// The verdict on one request.
@@ -191,6 +195,8 @@ pub struct RateLimiter {
     user: u32,
     upload: u32,
     webhook: u32,
+    queue_join_ip: u32,
+    queue_join_account: u32,
 }
 
 impl RateLimiter {
@@ -207,6 +213,8 @@ impl RateLimiter {
             user: config.user_per_minute,
             upload: config.upload_per_minute,
             webhook: config.webhook_per_minute,
+            queue_join_ip: config.queue_joins_per_ip_per_minute,
+            queue_join_account: config.queue_joins_per_account_per_minute,
         }
     }
 
@@ -226,6 +234,12 @@ impl RateLimiter {
             Bucket::User(user) => (format!("user:{user}"), self.user),
             Bucket::Upload(user) => (format!("upload:{user}"), self.upload),
             Bucket::Webhook(ip) => (format!("webhook:{}", client_key(*ip)), self.webhook),
+            Bucket::QueueJoinIp(ip) => {
+                (format!("queue-ip:{}", client_key(*ip)), self.queue_join_ip)
+            }
+            Bucket::QueueJoinAccount(user) => {
+                (format!("queue-user:{user}"), self.queue_join_account)
+            }
         };
         let now = self.clock.now().timestamp();
         let window = now.div_euclid(WINDOW_SECONDS);

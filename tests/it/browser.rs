@@ -1398,3 +1398,90 @@ async fn two_phones_check_in_offline_and_a_ticket_used_on_both_is_reported() {
     assert_eq!(door.body["checkedIn"], 3, "{}", door.body);
     assert_eq!(door.body["expected"], 3, "{}", door.body);
 }
+
+#[tokio::test]
+async fn a_visitor_queues_on_a_phone_and_registers_when_their_turn_comes() {
+    use domain::clock::Clock;
+    let ctx = Ctx::new().await;
+    let admin = ctx.admin().await;
+    let (owner, _) = ctx.owner(&admin).await;
+    let suffix = &uuid::Uuid::now_v7().simple().to_string()[20..];
+    let title = format!("Midnight premiere {suffix}");
+    let seats = json!({"name": "Stalls", "quantity": 5});
+    let (event, slug) = crate::web::published_with_types(&ctx, &owner, &title, &[seats]).await;
+    let on_sale_at = ctx.clock.now() + chrono::Duration::hours(1);
+    let opened = ctx
+        .put(
+            &format!("/api/v1/events/{event}/waiting-room"),
+            Some(&owner.access),
+            json!({"onSaleAt": on_sale_at, "admitPerMinute": 1}),
+        )
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let participant = ctx.user().await;
+
+    let mut script = Script::start(
+        "queue",
+        &[
+            ("BASE", &ctx.base),
+            ("SLUG", &slug),
+            ("TITLE", &title),
+            ("EMAIL", &participant.email),
+            ("PASSWORD", PASSWORD),
+        ],
+    );
+    // In the pre-queue: the sale opens a minute ago, and the one visitor is let in.
+    script.reached("pre-queue").await;
+    ctx.clock
+        .advance(chrono::Duration::hours(1) + chrono::Duration::minutes(1));
+    let event_id = event.parse().unwrap();
+    // The node's own admitter, on the same clock, may be at it: then this waits for it.
+    while storage::events::waiting_room::admitter::room(&ctx.t.db, event_id, ctx.clock.now())
+        .await
+        .unwrap()
+        .busy
+        > 0
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let room = ctx
+        .get(&format!("/api/v1/events/{event}/waiting-room"), None)
+        .await;
+    assert!(room.body["drawnAt"].is_string(), "{}", room.body);
+    assert_eq!(room.body["admitted"], 1, "{}", room.body);
+    script.resume().await;
+
+    let (result, artifacts) = script.finish().await;
+    clean(&result);
+    assert_eq!(
+        result["registerShown"], 0,
+        "the queue, not Register: {result}"
+    );
+    assert_eq!(result["reloaded"], 0, "the turn was pushed: {result}");
+    assert_eq!(result["registered"], true, "{result}");
+    assert!(
+        result["fairness"]
+            .as_str()
+            .unwrap()
+            .contains("drawn at random"),
+        "the draw is announced: {result}"
+    );
+    screenshots(
+        &artifacts,
+        &[
+            "event-with-room",
+            "queue-pre",
+            "queue-admitted",
+            "registered-through-queue",
+        ],
+    );
+    let mine = ctx
+        .get("/api/v1/registrations", Some(&participant.access))
+        .await;
+    assert_eq!(
+        mine.body["data"].as_array().unwrap().len(),
+        1,
+        "{}",
+        mine.body
+    );
+}

@@ -36,6 +36,7 @@ async fn a_node_declares_the_jobs_of_exactly_its_services() {
             "events.complete_ended",
             "events.reminders",
             "events.seat_requests",
+            "events.waiting_rooms",
             "events.idempotency_keys",
             "node.outbox_backlog",
             "node.processed_events",

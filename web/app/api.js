@@ -88,10 +88,10 @@ export function isRetryable(e) {
 
 // A creating POST under X-Idempotency-Key, retried with the same key while the outcome is
 // unknown: the server answers a repeat with the first answer, so nothing is done twice.
-export async function postIdempotent(path, body, key, attempts = 4) {
+export async function postIdempotent(path, body, key, attempts = 4, headers = {}) {
   for (let i = 1; ; i++) {
     try {
-      return await api.post(path, body, { headers: { 'X-Idempotency-Key': key } });
+      return await api.post(path, body, { headers: { 'X-Idempotency-Key': key, ...headers } });
     } catch (e) {
       if (i >= attempts || !isRetryable(e)) throw e;
       const wait = e.retryAfter != null ? e.retryAfter * 1000 : 500 * 2 ** (i - 1);

@@ -12,6 +12,7 @@ const page = (name) => () => import(`./pages/${name}.js`);
 const ROUTES = [
   { path: /^\/$/, load: page('catalogue') },
   { path: /^\/e\/([^/]+)$/, keys: ['slug'], load: page('event') },
+  { path: /^\/e\/([^/]+)\/queue$/, keys: ['slug'], load: page('queue') },
   { path: /^\/signin$/, load: page('signin') },
   { path: /^\/signin\/telegram$/, load: page('signin-telegram') },
   { path: /^\/signup$/, load: page('signup') },

@@ -188,6 +188,9 @@ pub struct EventDto {
     /// Last change.
     pub updated_at: DateTime<Utc>,
     /// What it offers, in lists only (absent when nothing is on offer): for the catalogue's
+    /// Its waiting room is open: a seat is had through the queue
+    /// (`/api/v1/events/{id}/queue`), with an admission.
+    pub waiting_room: bool,
     /// cards.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offer: Option<OfferDto>,
@@ -230,6 +233,7 @@ impl From<Event> for EventDto {
             published_at: e.published_at,
             created_at: e.created_at,
             updated_at: e.updated_at,
+            waiting_room: e.waiting_room,
             offer: e.offer.map(|o| OfferDto {
                 availability: offer::availability(o.seats_left, o.seats_total),
                 lowest_price_cents: o.lowest_price_cents,

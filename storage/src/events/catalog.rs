@@ -82,6 +82,8 @@ pub struct Event {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
+    /// Its waiting room is open: a seat is had through the queue, with an admission.
+    pub waiting_room: bool,
     /// What it offers, read for lists only (None elsewhere, and when nothing is on offer).
     pub offer: Option<Offer>,
 }
@@ -102,7 +104,7 @@ pub struct Offer {
 
 const COLUMNS: &str = "id, tenant_id, organizer_id, group_id, title, description, slug, status,
     participants_visibility, starts_at, ends_at, timezone, location_type, location_address, location_url,
-    cover_image_id, settings, published_at, created_at, updated_at";
+    cover_image_id, settings, published_at, created_at, updated_at, waiting_room";
 
 fn from_row(row: &Row) -> Event {
     let status: String = row.get(7);
@@ -129,6 +131,7 @@ fn from_row(row: &Row) -> Event {
         published_at: row.get(17),
         created_at: row.get(18),
         updated_at: row.get(19),
+        waiting_room: row.get(20),
         offer: None,
     }
 }

@@ -5,6 +5,7 @@ mod cluster;
 mod connections;
 mod refunds;
 mod shards;
+mod waiting_room;
 
 use crate::outbox::{Applier, POLICY, counts, start_relay};
 use crate::support::{TestDb, amqp_url, eventually};
@@ -185,7 +186,7 @@ fn serve_with(t: &TestDb, port: u16, database: &str) -> Server {
     std::fs::write(
         &file,
         format!(
-            "data_dir = \"{}\"\n[database]\nurl = \"{}\"\n{database}\n[auth]\njwt_secret = \"test-secret-test-secret-test-secret\"\nservice_secret = \"test-service-secret-test-service-secret\"\n[gateway]\nuser_per_minute = 1000000\n[services.gateway]\nlisten = \"127.0.0.1:{port}\"\nurl = \"http://127.0.0.1:{port}\"\n{services}",
+            "data_dir = \"{}\"\n[database]\nurl = \"{}\"\n{database}\n[auth]\njwt_secret = \"test-secret-test-secret-test-secret\"\nservice_secret = \"test-service-secret-test-service-secret\"\n[gateway]\nuser_per_minute = 1000000\nqueue_joins_per_ip_per_minute = 1000000\n[services.gateway]\nlisten = \"127.0.0.1:{port}\"\nurl = \"http://127.0.0.1:{port}\"\n{services}",
             dir.display(),
             t.url
         ),

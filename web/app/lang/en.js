@@ -75,6 +75,7 @@ export default {
   'event.draft': 'This is a draft: participants cannot see it yet. Once published, they will see this page.',
   'event.register': 'Register',
   'event.reserve': 'Reserve',
+  'event.queue': 'Join the queue',
   'event.signInToRegister': 'Sign in to register',
   'event.signInToWait': 'Sign in to join the waiting list',
   'event.registering': 'Registering…',

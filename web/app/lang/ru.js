@@ -77,6 +77,7 @@ export default {
   'event.draft': 'Это черновик: участники его пока не видят. После публикации они увидят эту страницу.',
   'event.register': 'Зарегистрироваться',
   'event.reserve': 'Забронировать',
+  'event.queue': 'Встать в очередь',
   'event.signInToRegister': 'Войдите, чтобы зарегистрироваться',
   'event.signInToWait': 'Войдите, чтобы встать в лист ожидания',
   'event.registering': 'Регистрируем…',

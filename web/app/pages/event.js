@@ -7,6 +7,7 @@
 //   POST /api/v1/analytics/track                  page.view and registration.started
 //   POST /api/v1/registrations/{id}/checkout      Pay, for a reservation to pay (pay.js)
 import { api, isRetryable, postIdempotent } from '../api.js';
+import { admission, forgetAdmission } from '../admission.js';
 import { cover } from '../cover.js';
 import { announce, badge, h, hidden, setTitle } from '../dom.js';
 import { dateTime, price, when } from '../format.js';
@@ -41,6 +42,7 @@ export default async function eventPage({ root, params, query, signal }) {
   const refreshNote = h('p', { class: 'hint' }, t('event.live'));
   let myReg = null;
   let waiting = new Map(); // ticket type id → the caller's open waiting-list entry
+  const room = open && event.waitingRoom; // a free seat is had through the room's queue
 
   // ---- What a ticket type offers right now ----
   function offer(type) {
@@ -52,6 +54,7 @@ export default async function eventPage({ root, params, query, signal }) {
     }
     if (type.salesEnd && Date.parse(type.salesEnd) <= now) return { kind: 'text', text: t('type.salesEnded') };
     if (myReg) return { kind: 'text', text: myReg.ticketTypeId === type.id ? t('type.yours') : t('type.registeredOther') };
+    if (room && type.available > 0 && !admission(event.id)) return { kind: 'queue' };
     if (!session.signedIn()) return { kind: 'signin', text: t(type.available > 0 ? 'event.signInToRegister' : 'event.signInToWait') };
     const w = waiting.get(type.id);
     // A seat offered from the waiting list is held for the caller until expiresAt.
@@ -64,6 +67,8 @@ export default async function eventPage({ root, params, query, signal }) {
     switch (o.kind) {
       case 'signin':
         return h('a', { class: 'button', href: signInHere() }, o.text, name);
+      case 'queue':
+        return h('a', { class: 'button primary', href: `/e/${encodeURIComponent(params.slug)}/queue` }, t('event.queue'), name);
       case 'register':
         return h('button', { type: 'button', class: 'primary', onclick: () => register(card) },
           card.type.priceCents ? t('event.reserve') : t('event.register'), name);
@@ -180,7 +185,8 @@ export default async function eventPage({ root, params, query, signal }) {
     const { key, body: sent } = intent(card.type.id, body);
     track('registration.started', event.id, { ticketTypeId: card.type.id, ...(source && { source }) });
     try {
-      myReg = await postIdempotent(`/events/${event.id}/registrations`, sent, key);
+      const shown = admission(event.id);
+      myReg = await postIdempotent(`/events/${event.id}/registrations`, sent, key, 4, shown ? { 'X-Admission': shown } : {});
       endIntent(card.type.id);
       rememberEvent(event.id);
       announce(registeredMessage(myReg));
@@ -190,6 +196,7 @@ export default async function eventPage({ root, params, query, signal }) {
       if (!isRetryable(e)) endIntent(card.type.id);
       if (e.status === 401) { navigate(signInHere()); return; }
       announce(e.message, 'error');
+      if (e.status === 403) forgetAdmission(event.id); // refused: back through the queue
       if (e.status === 409) await loadMine().catch(() => {});
     } finally {
       card.busy = false;

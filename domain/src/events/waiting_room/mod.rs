@@ -1,10 +1,12 @@
 //! The waiting room of an on-sale: who stands where, how many are let in and when, and what a
 //! visitor is told. Visitors who come before the on-sale time form a pre-queue whose order is
 //! drawn at random at that time (`draw`); everyone later queues in arrival order. Admissions
-//! (`admission`) are signed, so any node checks them without reading the queue.
+//! (`admission`) are signed, so any node checks them without reading the queue; so are the
+//! passes (`pass`) a visitor reads their place with.
 
 pub mod admission;
 pub mod draw;
+pub mod pass;
 
 use crate::validation::{FieldError, FieldErrors};
 use chrono::{DateTime, Duration, Utc};

@@ -12,9 +12,11 @@ use crate::error::ApiError;
 use crate::extract::{Json, Path};
 use crate::state::AppState;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use domain::events::waiting_room::admission::{self, AdmissionRefusal};
+use domain::events::waiting_room::pass::{self, Pass};
 use domain::events::waiting_room::{
     self as rules, DEFAULT_ADMISSION_MINUTES, DEFAULT_GRACE_MINUTES, PlaceStatus, RoomSettings,
     admission_expiry, ahead, estimated_wait,
@@ -107,10 +109,50 @@ pub struct PlaceDto {
     pub admission_expires_at: Option<DateTime<Utc>>,
     /// Until when a visitor who left can come back to this place; while LEFT.
     pub kept_until: Option<DateTime<Utc>>,
+    /// A pass to this place: shown as `X-Queue-Place` when reading the place again, the answer
+    /// needs no read of the place (forget it on leaving: it cannot tell one left).
+    pub place_pass: Option<String>,
+}
+
+/// The keys of admissions and place passes; none without the installation's secret (then no
+/// admission or pass is given, and every one shown is refused or ignored).
+pub(crate) struct Keys {
+    admission: Option<Vec<u8>>,
+    pass: Option<Vec<u8>>,
+}
+
+impl Keys {
+    pub(crate) fn of(state: &AppState) -> Keys {
+        let secret = state
+            .config
+            .auth
+            .jwt_secret
+            .as_ref()
+            .map(|s| s.expose().as_bytes())
+            .filter(|s| !s.is_empty());
+        Keys {
+            admission: secret.map(admission::key),
+            pass: secret.map(pass::key),
+        }
+    }
 }
 
 impl PlaceDto {
-    fn of(place: &Place, key: Option<&[u8]>, user: Uuid, now: DateTime<Utc>) -> PlaceDto {
+    pub(crate) fn of(place: &Place, keys: &Keys, user: Uuid, now: DateTime<Utc>) -> PlaceDto {
+        let mut dto = PlaceDto::judged(place, keys.admission.as_deref(), user, now);
+        dto.place_pass = keys.pass.as_deref().map(|key| {
+            let facts = place.facts();
+            let said = Pass {
+                ordinal: place.ordinal,
+                joined_at: place.joined_at,
+                undrawn: facts.undrawn,
+            };
+            pass::sign(key, place.room.event_id, user, &said)
+        });
+        dto
+    }
+
+    fn judged(place: &Place, key: Option<&[u8]>, user: Uuid, now: DateTime<Utc>) -> PlaceDto {
         let status = place.status(now);
         let waiting = status == PlaceStatus::Waiting;
         let before = ahead(place.ordinal, place.room.admitted_through);
@@ -136,15 +178,9 @@ impl PlaceDto {
             kept_until: place
                 .left_at
                 .map(|left| left + chrono::Duration::minutes(i64::from(place.room.grace_minutes))),
+            place_pass: None,
         }
     }
-}
-
-/// The key admissions are signed and checked with; none without the installation's secret
-/// (then no admission is given, and every one shown is refused as forged).
-pub(crate) fn admission_key(state: &AppState) -> Option<Vec<u8>> {
-    let secret = state.config.auth.jwt_secret.as_ref()?.expose();
-    (!secret.is_empty()).then(|| admission::key(secret.as_bytes()))
 }
 
 /// Checks the admission a registration shows for `event`: `Ok(true)` when one is shown and
@@ -159,7 +195,7 @@ pub(crate) fn check_admission(
     let Some(shown) = shown else {
         return Ok(false);
     };
-    let checked = match admission_key(state) {
+    let checked = match Keys::of(state).admission {
         Some(key) => admission::verify(&key, shown, event, user, state.clock.now()),
         None => Err(AdmissionRefusal::Forged),
     };
@@ -255,32 +291,75 @@ pub async fn join(
         Joined::New => StatusCode::CREATED,
         Joined::Kept => StatusCode::OK,
     };
-    let key = admission_key(&state);
     Ok((
         status,
-        Json(PlaceDto::of(&place, key.as_deref(), user.as_uuid(), now)),
+        Json(PlaceDto::of(&place, &Keys::of(&state), user.as_uuid(), now)),
     ))
 }
 
 /// Where the caller stands in the event's waiting room, with their admission once let in.
+/// With the place's pass (`X-Queue-Place`, from an earlier answer) the node answers from the
+/// room as it last read it, without reading the place: what a crowd refreshing its page costs.
 #[utoipa::path(get, path = "/api/v1/events/{id}/queue", tag = "waiting room",
+    params(("X-Queue-Place" = Option<String>, Header, description = "the place's pass")),
     responses((status = 200, body = PlaceDto), (status = 401, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
 pub async fn place(
     State(state): State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     Path(event): Path<Uuid>,
 ) -> Result<Json<PlaceDto>, ApiError> {
     let user = caller.require_user()?;
-    let seen = catalog::get(&state.db, caller.scope(), event).await?;
     let now = state.clock.now();
+    let keys = Keys::of(&state);
+    let shown = headers.get(pass::HEADER).and_then(|v| v.to_str().ok());
+    if let Some(answer) = from_pass(&state, &keys, shown, event, user.as_uuid(), now).await? {
+        return Ok(Json(answer));
+    }
+    let seen = catalog::get(&state.db, caller.scope(), event).await?;
     let place = places::of(&state.db, seen.tenant_id, event, user, now).await?;
-    let key = admission_key(&state);
-    Ok(Json(PlaceDto::of(
-        &place,
-        key.as_deref(),
-        user.as_uuid(),
-        now,
-    )))
+    Ok(Json(PlaceDto::of(&place, &keys, user.as_uuid(), now)))
+}
+
+/// The answer a pass gives alone, from the room as this node last read it; `None` when the
+/// place itself must be read: no valid pass, the room closed, a pre-queue turn past the on-sale
+/// time (drawn again), or the visitor's turn come (the admission's time starts when first told).
+async fn from_pass(
+    state: &AppState,
+    keys: &Keys,
+    shown: Option<&str>,
+    event: Uuid,
+    user: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Option<PlaceDto>, ApiError> {
+    let (Some(shown), Some(key)) = (shown, keys.pass.as_deref()) else {
+        return Ok(None);
+    };
+    let Some(said) = pass::read(key, shown, event, user) else {
+        return Ok(None);
+    };
+    let Some(room) = state.rooms.current(&state.db, event).await? else {
+        return Ok(None);
+    };
+    // A pre-queue turn is drawn again at the on-sale time (the room this node read may not
+    // show the draw yet).
+    if said.undrawn && (room.drawn_at.is_some() || now >= room.on_sale_at) {
+        return Ok(None);
+    }
+    let place = Place {
+        room,
+        ordinal: said.ordinal,
+        early: said.undrawn,
+        joined_at: said.joined_at,
+        left_at: None,
+        admitted_at: None,
+    };
+    if place.status(now) == PlaceStatus::Admitted {
+        return Ok(None);
+    }
+    let mut answer = PlaceDto::judged(&place, None, user, now);
+    answer.place_pass = Some(shown.to_string());
+    Ok(Some(answer))
 }
 
 /// Leaves the event's waiting room; the place is kept for the room's grace period.

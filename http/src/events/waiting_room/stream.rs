@@ -4,8 +4,7 @@
 //! by itself, each time through any gateway to any node, and no stream outlives the gateway's
 //! forwarding timeout.
 
-use super::PlaceDto;
-use super::admission_key;
+use super::{Keys, PlaceDto};
 use crate::context::Caller;
 use crate::error::ApiError;
 use crate::extract::Path;
@@ -91,8 +90,12 @@ impl Follower {
             self.place.room = room;
             let now = self.state.clock.now();
             self.stamp_admission(now).await;
-            let key = admission_key(&self.state);
-            let dto = PlaceDto::of(&self.place, key.as_deref(), self.user.as_uuid(), now);
+            let dto = PlaceDto::of(
+                &self.place,
+                &Keys::of(&self.state),
+                self.user.as_uuid(),
+                now,
+            );
             let Ok(json) = serde_json::to_string(&dto) else {
                 return None;
             };

@@ -24,6 +24,8 @@ pub struct Run {
     pub admitted: i64,
     /// Rooms found sold out.
     pub sold_out: usize,
+    /// Rooms left alone because another node was working them.
+    pub busy: usize,
 }
 
 /// Works every open room whose sale has begun at `now`.
@@ -47,6 +49,7 @@ pub async fn run(db: &Database, now: DateTime<Utc>) -> Result<Run> {
         total.drawn += run.drawn;
         total.admitted += run.admitted;
         total.sold_out += run.sold_out;
+        total.busy += run.busy;
     }
     Ok(total)
 }
@@ -63,7 +66,10 @@ pub async fn room(db: &Database, event: Uuid, now: DateTime<Utc>) -> Result<Run>
         )
         .await?
     else {
-        return Ok(Run::default());
+        return Ok(Run {
+            busy: 1,
+            ..Run::default()
+        });
     };
     let on_sale_at: DateTime<Utc> = row.get(0);
     let drawn: bool = row.get(1);

@@ -56,6 +56,17 @@ const ROOM_COLUMNS: &str =
     "event_id, tenant_id, on_sale_at, admit_per_minute, admission_minutes, grace_minutes,
     arrivals, shuffled_at, admitted_through, admitted_count, sold_out_at";
 
+/// The event's room as `tx` may see it; `None` when there is none.
+async fn read_room(tx: &crate::db::Tx, event: Uuid) -> crate::error::Result<Option<Room>> {
+    let row = tx
+        .query_opt(
+            &format!("SELECT {ROOM_COLUMNS} FROM event_service.waiting_rooms WHERE event_id = $1"),
+            &[&event],
+        )
+        .await?;
+    Ok(row.as_ref().map(room_from))
+}
+
 fn room_from(row: &tokio_postgres::Row) -> Room {
     Room {
         event_id: row.get(0),

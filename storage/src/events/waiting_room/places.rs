@@ -236,12 +236,7 @@ async fn read(tx: &Tx, event: Uuid, user: UserId) -> Result<Option<Place>> {
 }
 
 async fn read_room(tx: &Tx, event: Uuid) -> Result<Room> {
-    let row = tx
-        .query_opt(
-            &format!("SELECT {ROOM_COLUMNS} FROM event_service.waiting_rooms WHERE event_id = $1"),
-            &[&event],
-        )
+    super::read_room(tx, event)
         .await?
-        .ok_or_else(|| Refusal::from(EventRefusal::NoWaitingRoom))?;
-    Ok(room_from(&row))
+        .ok_or_else(|| Refusal::from(EventRefusal::NoWaitingRoom).into())
 }

@@ -2,7 +2,7 @@
 //! event's row says so (`events.waiting_room`), which every seat transaction reads with it:
 //! from then on a seat needs an admission.
 
-use super::{ROOM_COLUMNS, Room, room_from};
+use super::{ROOM_COLUMNS, Room, read_room, room_from};
 use crate::db::{Database, Scope};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
@@ -85,15 +85,20 @@ pub async fn open(
 /// The event's waiting room, as the scope may see it.
 pub async fn get(db: &Database, tenant: TenantId, event: Uuid) -> Result<Room> {
     let tx = db.begin(Scope::tenant(tenant, None)).await?;
-    let row = tx
-        .query_opt(
-            &format!("SELECT {ROOM_COLUMNS} FROM event_service.waiting_rooms WHERE event_id = $1"),
-            &[&event],
-        )
+    let room = read_room(&tx, event)
         .await?
         .ok_or_else(|| Refusal::from(EventRefusal::NoWaitingRoom))?;
     tx.commit().await?;
-    Ok(room_from(&row))
+    Ok(room)
+}
+
+/// The event's waiting room, whoever asks: for a node that serves visitors holding signed
+/// passes to it (their pass is their right to read it); `None` when it has none.
+pub async fn watched(db: &Database, event: Uuid) -> Result<Option<Room>> {
+    let tx = db.begin(Scope::system()).await?;
+    let room = read_room(&tx, event).await?;
+    tx.commit().await?;
+    Ok(room)
 }
 
 /// Closes the event's waiting room: registrations no longer need an admission, and the

@@ -1,0 +1,25 @@
+// Texts of the waiting room's page (pages/queue.js), loaded with it only. The same keys as
+// queue.ru.js.
+export default {
+  'queue.title': 'Queue: {title}',
+  'queue.none': 'This event has no queue: register on its page.',
+  'queue.back': 'Back to the event',
+  'queue.fair': 'Everyone who joins before the sale opens ({time}) gets a place drawn at random: coming earlier gives no advantage. After that, places go in order of arrival.',
+  'queue.signedOut': 'Sign in to take your place in the queue.',
+  'queue.signIn': 'Sign in',
+  'queue.preQueue': 'You are in the queue. The order is drawn at random when the sale opens, at {time}. Keep this page open.',
+  'queue.ahead.one': '{n} person ahead of you.',
+  'queue.ahead.other': '{n} people ahead of you.',
+  'queue.next': 'You are next.',
+  'queue.wait': 'About {minutes} min. Keep this page open: it updates by itself.',
+  'queue.admitted': 'It is your turn! Register before {time}.',
+  'queue.register': 'Register now',
+  'queue.expired': 'Your turn has passed without a registration.',
+  'queue.again': 'Join the queue again',
+  'queue.left': 'You left the queue. Your place is kept until {time}.',
+  'queue.comeBack': 'Take my place back',
+  'queue.leave': 'Leave the queue',
+  'queue.soldOut': 'All tickets are sold. You can join the waiting list on the event page.',
+  'queue.waitlist': 'To the waiting list',
+  'queue.closed': 'The queue is over: registration is open to everyone.',
+};
