@@ -2,7 +2,8 @@
 //! tracking an event (a draft, its organization's members only), event.published and
 //! event.unpublished make it public or a draft again; registration.created (with the source the
 //! registration came from), registration.cancelled, checkin.completed and registration.confirmed
-//! (a payment that confirmed a seat, recorded as payment.completed) become records. Each broker event is recorded once: PostgreSQL skips a record whose id it
+//! (a payment that confirmed a seat, recorded as payment.completed) become records, and so do
+//! the waiting room's queue.joined, queue.admitted (with the wait) and queue.left. Each broker event is recorded once: PostgreSQL skips a record whose id it
 //! has; ClickHouse cannot commit with the inbox, so the event is first marked as being
 //! recorded, and a delivery that finds the mark (a crash came between the write and the inbox
 //! entry) looks in ClickHouse before writing again.
@@ -71,6 +72,35 @@ pub fn lifecycle_of(event: &DomainEvent) -> Option<(uuid::Uuid, Lifecycle)> {
 
 /// The record a service event becomes.
 pub fn record_of(envelope: &Envelope, event: &DomainEvent) -> Option<Record> {
+    let (kind, place) = match event {
+        DomainEvent::QueueJoined(p) => (TrackType::QueueJoined, p),
+        DomainEvent::QueueAdmitted(p) => (TrackType::QueueAdmitted, p),
+        DomainEvent::QueueLeft(p) => (TrackType::QueueLeft, p),
+        _ => return registration_record(envelope, event),
+    };
+    let mut properties = Map::new();
+    properties.insert("early".into(), place.early.into());
+    if kind == TrackType::QueueAdmitted {
+        // The wait, for the dashboard's average: from the place taken (or the on-sale time's
+        // draw, for the pre-queue, whose places were taken before anyone was let in).
+        let waited = (envelope.occurred_at - place.joined_at)
+            .num_seconds()
+            .max(0);
+        properties.insert("waitedSeconds".into(), waited.into());
+    }
+    Some(Record::new(
+        envelope.id.as_uuid(),
+        envelope.tenant_id?,
+        kind,
+        Some(place.event_id),
+        Some(place.user_id.as_uuid()),
+        Value::Object(properties),
+        envelope.occurred_at,
+    ))
+}
+
+/// The record of an event about a registration.
+fn registration_record(envelope: &Envelope, event: &DomainEvent) -> Option<Record> {
     let (kind, registration, amount) = match event {
         DomainEvent::RegistrationCreated(r) => (TrackType::RegistrationCompleted, r, None),
         DomainEvent::RegistrationCancelled(r) => (TrackType::RegistrationCancelled, r, None),
@@ -201,6 +231,9 @@ impl Projection for Recorder {
         Kind::RegistrationCancelled,
         Kind::CheckinCompleted,
         Kind::RegistrationConfirmed,
+        Kind::QueueJoined,
+        Kind::QueueAdmitted,
+        Kind::QueueLeft,
     ];
     type Done = ();
 

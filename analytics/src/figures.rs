@@ -116,6 +116,59 @@ pub struct SourceFigures {
     pub registrations: u64,
 }
 
+/// An event's waiting room, from its records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueFigures {
+    /// Places taken.
+    pub joined: u64,
+    /// Visitors let in.
+    pub admitted: u64,
+    /// Visitors who left.
+    pub left: u64,
+    /// Still in line: joined, neither let in nor gone (a visitor who came back within the
+    /// grace period counts once more as gone).
+    pub waiting: u64,
+    /// Visitors let in who then registered.
+    pub registered: u64,
+    /// Let in and never registered.
+    pub gave_up: u64,
+    /// registered / admitted.
+    pub admission_to_registration_rate: f64,
+    /// The average wait of those let in, in seconds (0 with nobody let in).
+    pub average_wait_seconds: f64,
+}
+
+/// The raw counts of a waiting room.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct QueueCounts {
+    /// queue.joined records.
+    pub joined: u64,
+    /// queue.admitted records.
+    pub admitted: u64,
+    /// queue.left records.
+    pub left: u64,
+    /// Distinct visitors with a queue.admitted and a registration.completed record.
+    pub registered: u64,
+    /// The average of the admitted records' waits.
+    pub average_wait_seconds: f64,
+}
+
+impl From<QueueCounts> for QueueFigures {
+    fn from(c: QueueCounts) -> QueueFigures {
+        QueueFigures {
+            joined: c.joined,
+            admitted: c.admitted,
+            left: c.left,
+            waiting: c.joined.saturating_sub(c.admitted + c.left),
+            registered: c.registered,
+            gave_up: c.admitted.saturating_sub(c.registered),
+            admission_to_registration_rate: rate(c.registered, c.admitted),
+            average_wait_seconds: (c.average_wait_seconds * 10.0).round() / 10.0,
+        }
+    }
+}
+
 /// The event dashboard.
 #[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -131,6 +184,8 @@ pub struct Dashboard {
     pub by_ticket_type: Vec<TicketTypeFigures>,
     /// Per traffic source.
     pub by_source: Vec<SourceFigures>,
+    /// The waiting room's queue (all zero for an event without one).
+    pub queue: QueueFigures,
 }
 
 /// The registration funnel.

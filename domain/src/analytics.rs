@@ -30,17 +30,29 @@ pub enum TrackType {
     /// A registration was paid (from payments).
     #[serde(rename = "payment.completed")]
     PaymentCompleted,
+    /// Someone took a place in the event's waiting room (from the event service).
+    #[serde(rename = "queue.joined")]
+    QueueJoined,
+    /// The waiting room let someone in (from the event service).
+    #[serde(rename = "queue.admitted")]
+    QueueAdmitted,
+    /// Someone left the waiting room (from the event service).
+    #[serde(rename = "queue.left")]
+    QueueLeft,
 }
 
 impl TrackType {
     /// Every type.
-    pub const ALL: [TrackType; 6] = [
+    pub const ALL: [TrackType; 9] = [
         TrackType::PageView,
         TrackType::RegistrationStarted,
         TrackType::RegistrationCompleted,
         TrackType::RegistrationCancelled,
         TrackType::CheckinCompleted,
         TrackType::PaymentCompleted,
+        TrackType::QueueJoined,
+        TrackType::QueueAdmitted,
+        TrackType::QueueLeft,
     ];
 
     /// The stored name.
@@ -52,6 +64,9 @@ impl TrackType {
             TrackType::RegistrationCancelled => "registration.cancelled",
             TrackType::CheckinCompleted => "checkin.completed",
             TrackType::PaymentCompleted => "payment.completed",
+            TrackType::QueueJoined => "queue.joined",
+            TrackType::QueueAdmitted => "queue.admitted",
+            TrackType::QueueLeft => "queue.left",
         }
     }
 

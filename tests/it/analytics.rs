@@ -891,7 +891,9 @@ async fn a_draft_is_tracked_by_its_members_and_shown_to_them() {
         zeros,
         json!({"eventId": event, "totalViews": 0, "uniqueViews": 0, "totalRegistrations": 0,
                "confirmedRegistrations": 0, "checkedIn": 0, "viewToRegistrationRate": 0.0,
-               "registrationToCheckinRate": 0.0, "byDay": [], "byTicketType": [], "bySource": []})
+               "registrationToCheckinRate": 0.0, "byDay": [], "byTicketType": [], "bySource": [],
+               "queue": {"joined": 0, "admitted": 0, "left": 0, "waiting": 0, "registered": 0,
+                   "gaveUp": 0, "admissionToRegistrationRate": 0.0, "averageWaitSeconds": 0.0}})
     );
     let funnel = format!("/api/v1/analytics/events/{event}/funnel");
     assert_eq!(ctx.get(&funnel, Some(&owner.access)).await.body["views"], 0);

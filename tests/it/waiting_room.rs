@@ -72,6 +72,13 @@ async fn register(
     send(request).await
 }
 
+/// `who`, let in, registers with the admission their place shows.
+async fn register_admitted(ctx: &Ctx, who: &Session, event: &str, ticket_type: &str) -> Reply {
+    let seen = place(ctx, who, event).await;
+    assert_eq!(seen["status"], "ADMITTED", "{seen}");
+    register(ctx, who, event, ticket_type, seen["admission"].as_str()).await
+}
+
 async fn place(ctx: &Ctx, who: &Session, event: &str) -> Value {
     let r = ctx
         .get(&format!("/api/v1/events/{event}/queue"), Some(&who.access))
@@ -621,16 +628,7 @@ async fn everyone_waiting_is_told_when_the_last_seat_sells() {
     }
     ctx.clock.advance(Duration::minutes(1));
     assert_eq!(admit(&ctx, &event).await.admitted_count, 1);
-    let first = place(&ctx, &visitors[0], &event).await;
-    assert_eq!(first["status"], "ADMITTED", "{first}");
-    let registered = register(
-        &ctx,
-        &visitors[0],
-        &event,
-        &ticket_type,
-        first["admission"].as_str(),
-    )
-    .await;
+    let registered = register_admitted(&ctx, &visitors[0], &event, &ticket_type).await;
     assert_eq!(registered.status, 201, "{}", registered.body);
 
     // The one seat is gone: the next run tells everyone still waiting, and lets nobody in.
@@ -885,4 +883,92 @@ async fn a_place_pass_answers_from_the_room_alone() {
         admitted += 1;
     }
     assert_eq!(admitted, 3, "three minutes at one a minute");
+}
+
+#[tokio::test]
+async fn a_linked_visitor_hears_their_turn_from_the_bot() {
+    let (ctx, telegram) = crate::notifications::with_bot(|_| {}).await;
+    let (_, event, _) = open_now(&ctx, 5, 60).await;
+    let visitor = ctx.user().await;
+    crate::notifications::linked(&ctx, &telegram, &visitor, 7001).await;
+    let before = telegram.delivered_to(7001).len();
+    let joined = ctx
+        .post_empty(
+            &format!("/api/v1/events/{event}/queue"),
+            Some(&visitor.access),
+        )
+        .await;
+    assert_eq!(joined.status, 201, "{}", joined.body);
+    ctx.clock.advance(Duration::seconds(1));
+    assert_eq!(admit(&ctx, &event).await.admitted_count, 1);
+    let got = telegram.wait_for(7001, before + 1, 10).await;
+    assert_eq!(got.len(), before + 1, "the turn was told");
+    // As sent: MarkdownV2, its escapes taken out to read the address.
+    let turn = got[before].text.replace('\\', "");
+    let slug = ctx.get(&format!("/api/v1/events/{event}"), None).await.body["slug"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(turn.contains(&format!("/e/{slug}/queue")), "{turn}");
+    assert!(turn.contains("Opening night"), "{turn}");
+    assert!(turn.contains("10"), "the admission's minutes: {turn}");
+}
+
+#[tokio::test]
+async fn the_dashboard_shows_the_queue_on_both_stores() {
+    let mut figures = Vec::new();
+    for clickhouse in [false, true] {
+        let ctx = Ctx::with_config(|c| {
+            if clickhouse {
+                let url = std::env::var("CLICKHOUSE_URL")
+                    .unwrap_or_else(|_| "http://127.0.0.1:8123".into());
+                c.clickhouse.url = Some(format!(
+                    "{url}?database=bilet_test_{}",
+                    Uuid::new_v4().simple()
+                ));
+            }
+        })
+        .await;
+        let (owner, event, ticket_type) = open_now(&ctx, 5, 60).await;
+        let queue = format!("/api/v1/events/{event}/queue");
+        let visitors = [ctx.user().await, ctx.user().await, ctx.user().await];
+        for who in &visitors {
+            assert_eq!(ctx.post_empty(&queue, Some(&who.access)).await.status, 201);
+        }
+        assert_eq!(
+            ctx.delete(&queue, Some(&visitors[2].access)).await.status,
+            204
+        );
+        // One a second: the first is let in after a second, and registers.
+        ctx.clock.advance(Duration::seconds(1));
+        assert_eq!(admit(&ctx, &event).await.admitted_count, 1);
+        let registered = register_admitted(&ctx, &visitors[0], &event, &ticket_type).await;
+        assert_eq!(registered.status, 201, "{}", registered.body);
+
+        let dashboard = format!("/api/v1/analytics/events/{event}/dashboard");
+        // The records follow the outbox: asked until they are all in, for 15 s at most.
+        let mut seen = Value::Null;
+        let mut recorded = false;
+        for _ in 0..150 {
+            let r = ctx.get(&dashboard, Some(&owner.access)).await;
+            seen = r.body["queue"].clone();
+            recorded = r.status == 200 && seen["registered"] == 1 && seen["left"] == 1;
+            if recorded {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert!(recorded, "clickhouse {clickhouse}: {seen}");
+        let wait = seen["averageWaitSeconds"].as_f64().unwrap();
+        assert!((0.0..60.0).contains(&wait), "{seen}");
+        seen.as_object_mut().unwrap().remove("averageWaitSeconds");
+        assert_eq!(
+            seen,
+            json!({"joined": 3, "admitted": 1, "left": 1, "waiting": 1, "registered": 1,
+                "gaveUp": 0, "admissionToRegistrationRate": 1.0}),
+            "clickhouse {clickhouse}"
+        );
+        figures.push(seen);
+    }
+    assert_eq!(figures[0], figures[1], "both stores agree");
 }

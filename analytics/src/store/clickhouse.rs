@@ -5,7 +5,7 @@
 
 use super::Query;
 use crate::export::ExportRow;
-use crate::figures::{Counts, DayFigures, SourceFigures, TicketTypeFigures};
+use crate::figures::{Counts, DayFigures, QueueCounts, SourceFigures, TicketTypeFigures};
 use crate::record::Record;
 use chrono::{DateTime, Utc};
 use serde::de::{DeserializeOwned, Error as _};
@@ -111,6 +111,20 @@ struct DailySums {
     confirmed: u64,
     #[serde(deserialize_with = "uint")]
     checked_in: u64,
+}
+
+/// The counts of a waiting room ([`ClickHouseStore::queue`]).
+#[derive(Default, Deserialize)]
+struct QueueRow {
+    #[serde(deserialize_with = "uint")]
+    joined: u64,
+    #[serde(deserialize_with = "uint")]
+    admitted: u64,
+    #[serde(deserialize_with = "uint")]
+    gone: u64,
+    #[serde(deserialize_with = "uint")]
+    registered: u64,
+    average_wait: f64,
 }
 
 /// The number of distinct viewers.
@@ -438,6 +452,38 @@ impl ClickHouseStore {
             registrations: sums.registrations,
             confirmed: sums.confirmed,
             checked_in: sums.checked_in,
+        })
+    }
+
+    /// The counts of an event's waiting room; a registration counts as the queue's when the
+    /// same person was let in by it. (`gone`, not `left`: LEFT is a keyword of joins.)
+    pub async fn queue(&self, q: &Query) -> Result<QueueCounts, ClickHouseError> {
+        let (from, to) = q.period.bounds();
+        let admitted = format!(
+            "SELECT user_id FROM {}.analytics_events WHERE tenant_id = '{}' {}
+             AND created_at >= {} AND created_at < {} AND event_type = 'queue.admitted'",
+            self.database,
+            q.tenant.as_uuid(),
+            event_filter(q),
+            time(from),
+            time(to)
+        );
+        let select = format!(
+            "countIf(event_type = 'queue.joined') AS joined,
+             countIf(event_type = 'queue.admitted') AS admitted,
+             countIf(event_type = 'queue.left') AS gone,
+             uniqExactIf(user_id, event_type = 'registration.completed' AND user_id IN ({admitted})) AS registered,
+             if(countIf(event_type = 'queue.admitted') = 0, 0,
+                avgIf(visitParamExtractFloat(properties, 'waitedSeconds'), event_type = 'queue.admitted')) AS average_wait"
+        );
+        let rows: Vec<QueueRow> = self.rows(q, &select, "").await?;
+        let row = rows.into_iter().next().unwrap_or_default();
+        Ok(QueueCounts {
+            joined: row.joined,
+            admitted: row.admitted,
+            left: row.gone,
+            registered: row.registered,
+            average_wait_seconds: row.average_wait,
         })
     }
 

@@ -90,12 +90,17 @@ impl Store {
                 s.by_source(&q).await?,
             ),
         };
+        let queue = match self {
+            Store::Postgres(s) => s.queue(&q).await?,
+            Store::ClickHouse(s) => s.queue(&q).await?,
+        };
         Ok(Dashboard {
             event_id: event,
             totals: self.counts(&q).await?.into(),
             by_day,
             by_ticket_type,
             by_source,
+            queue: queue.into(),
         })
     }
 

@@ -2,7 +2,7 @@
 
 use super::Query;
 use crate::export::ExportRow;
-use crate::figures::{Counts, DayFigures, SourceFigures, TicketTypeFigures};
+use crate::figures::{Counts, DayFigures, QueueCounts, SourceFigures, TicketTypeFigures};
 use crate::record::Record;
 use chrono::{DateTime, NaiveDate, Utc};
 use storage::db::DbError;
@@ -62,6 +62,33 @@ impl PgStore {
             .await?;
         tx.commit().await?;
         Ok(rows)
+    }
+
+    /// The counts of an event's waiting room; a registration counts as the queue's when the
+    /// same person was let in by it.
+    pub async fn queue(&self, q: &Query) -> Result<QueueCounts, DbError> {
+        let rows = self
+            .rows(
+                q,
+                "count(*) FILTER (WHERE event_type = 'queue.joined'),
+                 count(*) FILTER (WHERE event_type = 'queue.admitted'),
+                 count(*) FILTER (WHERE event_type = 'queue.left'),
+                 count(DISTINCT user_id) FILTER (WHERE event_type = 'registration.completed'
+                    AND user_id IN (SELECT a.user_id FROM analytics_service.analytics_events a
+                        WHERE a.tenant_id = $1 AND a.event_id = $2 AND a.event_type = 'queue.admitted')),
+                 coalesce(avg((properties->>'waitedSeconds')::float8) FILTER (WHERE event_type = 'queue.admitted'), 0)",
+                "",
+            )
+            .await?;
+        Ok(rows
+            .first()
+            .map_or_else(QueueCounts::default, |row| QueueCounts {
+                joined: n(row, 0),
+                admitted: n(row, 1),
+                left: n(row, 2),
+                registered: n(row, 3),
+                average_wait_seconds: row.get(4),
+            }))
     }
 
     /// Writes records; ids already stored are skipped.

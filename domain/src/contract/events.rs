@@ -280,3 +280,23 @@ pub struct WaitlistOffer {
     /// The event.
     pub event: EventSummary,
 }
+
+/// queue.joined, queue.admitted, queue.left: a visitor's place in an event's waiting room, as
+/// it was taken, let in or left.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuePlace {
+    /// The event.
+    pub event_id: Uuid,
+    /// The visitor.
+    pub user_id: UserId,
+    /// Came before the on-sale time (the pre-queue, drawn at random).
+    pub early: bool,
+    /// When the place was taken.
+    pub joined_at: DateTime<Utc>,
+    /// How long an admission lasts once its visitor is told, in minutes (queue.admitted).
+    #[serde(default)]
+    pub admission_minutes: Option<i32>,
+    /// The event.
+    pub event: EventSummary,
+}

@@ -160,6 +160,12 @@ contract! {
     "refund.succeeded" => RefundSucceeded(events::RefundSucceeded),
     /// A waiting-list seat is held for someone.
     "waitlist.available" => WaitlistAvailable(events::WaitlistOffer),
+    /// Someone took a place in an event's waiting room.
+    "queue.joined" => QueueJoined(events::QueuePlace),
+    /// A waiting room let someone in: their turn to register.
+    "queue.admitted" => QueueAdmitted(events::QueuePlace),
+    /// Someone left an event's waiting room.
+    "queue.left" => QueueLeft(events::QueuePlace),
     /// The payment provider took the money.
     "payment.completed" => PaymentCompleted(payments::Payment),
     /// A payment did not go through.

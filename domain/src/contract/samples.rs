@@ -3,7 +3,8 @@
 
 use super::events::{
     CheckinCompleted, CoverChanged, EventChanged, EventDeleted, EventState, EventSummary, Place,
-    RefundRequested, RefundSucceeded, Registration, RegistrationConfirmed, WaitlistOffer,
+    QueuePlace, RefundRequested, RefundSucceeded, Registration, RegistrationConfirmed,
+    WaitlistOffer,
 };
 use super::identity::{
     GroupMemberAdded, GroupState, MemberAdded, MemberRemoved, MemberRoleChanged,
@@ -273,9 +274,23 @@ pub fn of(kind: Kind) -> DomainEvent {
             expires_at: Some(at(12)),
             event: summary(),
         }),
+        Kind::QueueJoined => E::QueueJoined(queue_place(person, None)),
+        Kind::QueueAdmitted => E::QueueAdmitted(queue_place(person, Some(10))),
+        Kind::QueueLeft => E::QueueLeft(queue_place(person, None)),
         Kind::PaymentCompleted => E::PaymentCompleted(payment(Some(PaymentOutcome::Confirmed))),
         Kind::PaymentFailed => E::PaymentFailed(payment(None)),
         Kind::PaymentRefunded => E::PaymentRefunded(payment(Some(PaymentOutcome::Cancelled))),
+    }
+}
+
+fn queue_place(person: UserId, admission_minutes: Option<i32>) -> QueuePlace {
+    QueuePlace {
+        event_id: Uuid::from_u128(10),
+        user_id: person,
+        early: true,
+        joined_at: at(9),
+        admission_minutes,
+        event: summary(),
     }
 }
 

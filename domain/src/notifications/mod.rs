@@ -58,6 +58,10 @@ pub enum Kind {
     /// payment).
     #[serde(rename = "refund.succeeded")]
     RefundSucceeded,
+    /// The waiting room let you in: your turn to register (a notice the person asked for by
+    /// queueing, so it cannot be switched off).
+    #[serde(rename = "queue.admitted")]
+    QueueAdmitted,
 }
 
 /// What a user may switch off; everything else is a service notice and always sent.
@@ -78,7 +82,7 @@ pub enum OptOut {
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::UserWelcome,
         Kind::RegistrationConfirmed,
         Kind::RegistrationReserved,
@@ -92,6 +96,7 @@ impl Kind {
         Kind::PaymentReceipt,
         Kind::PaymentRefund,
         Kind::RefundSucceeded,
+        Kind::QueueAdmitted,
     ];
 
     /// The kind a template name stands for.
@@ -115,6 +120,7 @@ impl Kind {
             Kind::PaymentReceipt => "payment.receipt",
             Kind::PaymentRefund => "payment.refund",
             Kind::RefundSucceeded => "refund.succeeded",
+            Kind::QueueAdmitted => "queue.admitted",
         }
     }
 
@@ -133,7 +139,8 @@ impl Kind {
             | Kind::ReservationExpired
             | Kind::EventCancelled
             | Kind::PaymentRefund
-            | Kind::RefundSucceeded => None,
+            | Kind::RefundSucceeded
+            | Kind::QueueAdmitted => None,
         }
     }
 }

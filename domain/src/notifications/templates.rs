@@ -100,6 +100,12 @@ pub fn text(kind: Kind, lang: Lang) -> &'static str {
         (Kind::RefundSucceeded, Lang::En) => {
             "{{firstName}}, {{amount}} for *{{eventTitle}}* has been returned to you\\."
         }
+        (Kind::QueueAdmitted, Lang::Ru) => {
+            "{{firstName}}, подошла ваша очередь на *{{eventTitle}}*\\! Откройте страницу очереди и зарегистрируйтесь в течение {{minutes}} мин\\.: {{queueUrl}}"
+        }
+        (Kind::QueueAdmitted, Lang::En) => {
+            "{{firstName}}, it is your turn for *{{eventTitle}}*\\! Open the queue page and register within {{minutes}} minutes: {{queueUrl}}"
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use crate::sender::SendQueue;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use domain::clock::Clock;
-use domain::contract::events::{EventState, EventSummary, Registration, WaitlistOffer};
+use domain::contract::events::{EventState, EventSummary, QueuePlace, Registration, WaitlistOffer};
 use domain::contract::identity::UserChanged;
 use domain::contract::{self, DomainEvent};
 use domain::envelope::Envelope;
@@ -107,6 +107,7 @@ impl Projection for Notifier {
         contract::Kind::RefundRequested,
         contract::Kind::RefundSucceeded,
         contract::Kind::WaitlistAvailable,
+        contract::Kind::QueueAdmitted,
     ];
     /// The messages queued, and whether any is waiting to be sent.
     type Done = (Vec<NewMessage>, bool);
@@ -192,6 +193,7 @@ impl Projection for Notifier {
                 .await?
                 .into(),
             DomainEvent::WaitlistAvailable(offer) => self.waitlist(tx, envelope, offer).await?,
+            DomainEvent::QueueAdmitted(place) => self.turn(tx, envelope, place).await?.into(),
             _ => Planned::default(),
         };
         let messages = planned.messages;
@@ -633,6 +635,40 @@ impl Notifier {
             }
             _ => Ok(vec![message].into()),
         }
+    }
+
+    /// queue.admitted: "your turn", by the messenger where it reaches the person (the queue
+    /// page, open or not, says the same). The admission's minutes start when they open it.
+    async fn turn(&self, tx: &Tx, event: &Envelope, place: &QueuePlace) -> Outcome {
+        let to = projection::recipient(tx, place.user_id, "", "").await?;
+        let summary = &place.event;
+        let zone = Zone::or_utc(summary.timezone.as_deref().unwrap_or("UTC"));
+        let base = self.public_url.trim_end_matches('/');
+        let facts = EventFacts {
+            title: summary.title.clone(),
+            starts_at: Some(summary.starts_at),
+            zone,
+            location_address: None,
+            location_url: None,
+            url: format!("{base}/e/{}", summary.slug),
+        };
+        let mut values = self.values_for(&to, &facts);
+        values.insert(
+            "queueUrl".into(),
+            format!("{base}/e/{}/queue", summary.slug),
+        );
+        values.insert(
+            "minutes".into(),
+            place.admission_minutes.unwrap_or(10).to_string(),
+        );
+        Ok(vec![self.message(
+            Kind::QueueAdmitted,
+            &to,
+            &values,
+            event,
+            event.tenant_id,
+            None,
+        )])
     }
 
     /// The variables of a message to `to` about an event.

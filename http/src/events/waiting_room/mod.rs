@@ -272,10 +272,11 @@ pub async fn close(
 }
 
 /// Takes a place in the event's waiting room: 201 with a new place, 200 with the one the
-/// account holds (one place per account; coming back within the grace period keeps it).
+/// account holds (one place per account; coming back within the grace period keeps it). 422
+/// when the event is not published.
 #[utoipa::path(post, path = "/api/v1/events/{id}/queue", tag = "waiting room",
     responses((status = 201, body = PlaceDto), (status = 200, body = PlaceDto), (status = 401, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody)))]
+        (status = 404, body = crate::error::ErrorBody), (status = 422, body = crate::error::ErrorBody)))]
 pub async fn join(
     State(state): State<AppState>,
     caller: Caller,

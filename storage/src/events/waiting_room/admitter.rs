@@ -2,18 +2,24 @@
 //! sale has begun it draws the pre-queue once, notes whether any seat is left, and lets in
 //! the visitors the room's rate owes since its last run. A room is worked on under its row's
 //! lock, taken with SKIP LOCKED: two nodes never admit from one room at once, and a node that
-//! finds a room busy leaves it to the other. Admitting is moving the room's cursor, so it
-//! costs one statement however many are let in.
+//! finds a room busy leaves it to the other. Admitting is moving the room's cursor, in the
+//! transaction that announces each visitor let in (queue.admitted: the bot tells them, analytics
+//! counts them).
 
+use super::super::publish;
+use super::super::registrations::event_summary;
 use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
 use chrono::{DateTime, Duration, Utc};
+use domain::contract::DomainEvent;
+use domain::contract::events::QueuePlace;
 use domain::events::waiting_room::{clock_after, draw, owed};
+use domain::ids::{TenantId, UserId};
 use uuid::Uuid;
 
 /// At most this many visitors are let in from one room in one run; the rest are owed to the
 /// next run, a fraction of a second later.
-const MOST_PER_RUN: i64 = 50_000;
+const MOST_PER_RUN: i64 = 10_000;
 
 /// What one run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -60,7 +66,7 @@ pub async fn room(db: &Database, event: Uuid, now: DateTime<Utc>) -> Result<Run>
     let Some(row) = tx
         .query_opt(
             "SELECT on_sale_at, shuffled_at IS NOT NULL, admitted_through, admitted_until,
-                admit_per_minute, grace_minutes, sold_out_at IS NOT NULL
+                admit_per_minute, grace_minutes, sold_out_at IS NOT NULL, tenant_id, admission_minutes
              FROM event_service.waiting_rooms WHERE event_id = $1 FOR UPDATE SKIP LOCKED",
             &[&event],
         )
@@ -78,6 +84,8 @@ pub async fn room(db: &Database, event: Uuid, now: DateTime<Utc>) -> Result<Run>
     let rate: i32 = row.get(4);
     let grace: i32 = row.get(5);
     let was_sold_out: bool = row.get(6);
+    let tenant = TenantId(row.get(7));
+    let admission_minutes: i32 = row.get(8);
     let mut run = Run::default();
     if !drawn {
         deal_pre_queue(&tx, event).await?;
@@ -119,22 +127,40 @@ pub async fn room(db: &Database, event: Uuid, now: DateTime<Utc>) -> Result<Run>
         let clock = first.map_or(now, |joined| clock.max(joined));
         let (due, moved) = owed(clock, rate, now);
         let due = due.min(MOST_PER_RUN);
-        let turns: Vec<i64> = if due > 0 {
+        let let_in = if due > 0 {
             tx.query(
-                "SELECT ordinal FROM event_service.waiting_room_places
+                "SELECT ordinal, user_id, early, joined_at FROM event_service.waiting_room_places
                  WHERE event_id = $1 AND ordinal > $2 AND (left_at IS NULL OR left_at > $3)
                  ORDER BY ordinal LIMIT $4",
                 &[&event, &through, &kept_since, &due],
             )
             .await?
-            .iter()
-            .map(|row| row.get(0))
-            .collect()
         } else {
             Vec::new()
         };
-        let given = turns.len() as i64;
-        let through = turns.last().copied().unwrap_or(through);
+        if !let_in.is_empty() {
+            let summary = event_summary(&tx, event).await?;
+            for row in &let_in {
+                let user = UserId(row.get(1));
+                let said = QueuePlace {
+                    event_id: event,
+                    user_id: user,
+                    early: row.get(2),
+                    joined_at: row.get(3),
+                    admission_minutes: Some(admission_minutes),
+                    event: summary.clone(),
+                };
+                publish(
+                    &tx,
+                    Some(tenant),
+                    Some(user),
+                    DomainEvent::QueueAdmitted(said),
+                )
+                .await?;
+            }
+        }
+        let given = let_in.len() as i64;
+        let through = let_in.last().map_or(through, |row| row.get(0));
         (through, given, clock_after(given, due, moved, now), false)
     };
     run.admitted = admitted;

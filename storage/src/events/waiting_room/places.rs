@@ -4,10 +4,14 @@
 //! then locked only for the bump, not through an fsync, and the place written after it is
 //! flushed with the bump before it, so no turn is given twice even across a crash.
 
+use super::super::publish;
+use super::super::registrations::event_summary;
 use super::{ROOM_COLUMNS, Room, room_from};
 use crate::db::{Database, Scope, Tx};
 use crate::error::Result;
 use chrono::{DateTime, Utc};
+use domain::contract::DomainEvent;
+use domain::contract::events::QueuePlace;
 use domain::error::Refusal;
 use domain::events::refusals::EventRefusal;
 use domain::events::waiting_room::{PlaceFacts, PlaceStatus, kept, status_of};
@@ -129,12 +133,13 @@ pub async fn join(
     let place = read(&tx, event, user)
         .await?
         .ok_or_else(|| Refusal::from(EventRefusal::NoWaitingRoom))?;
-    tx.commit().await?;
     let joined = if place.ordinal == ordinal {
+        announce(&tx, &place, user, DomainEvent::QueueJoined).await?;
         Joined::New
     } else {
         Joined::Kept
     };
+    tx.commit().await?;
     Ok((place, joined))
 }
 
@@ -197,18 +202,44 @@ pub async fn leave(
 ) -> Result<()> {
     let tx = db.begin(Scope::tenant(tenant, Some(user))).await?;
     let found = tx
-        .execute(
+        .query_opt(
             "UPDATE event_service.waiting_room_places SET left_at = coalesce(left_at, $3)
-             WHERE event_id = $1 AND user_id = $2",
+             WHERE event_id = $1 AND user_id = $2 RETURNING left_at = $3",
             &[&event, &user.as_uuid(), &now],
         )
         .await?;
-    if found == 0 {
+    let Some(row) = found else {
         // No room at all, or no place in it.
         read_room(&tx, event).await?;
         return Err(Refusal::from(EventRefusal::NoPlaceInQueue).into());
+    };
+    // Announced once: leaving again changes nothing.
+    if row.get::<_, bool>(0)
+        && let Some(place) = read(&tx, event, user).await?
+    {
+        announce(&tx, &place, user, DomainEvent::QueueLeft).await?;
     }
     tx.commit().await?;
+    Ok(())
+}
+
+/// Tells the other services about `user`'s place (analytics records the queue's life).
+async fn announce(
+    tx: &Tx,
+    place: &Place,
+    user: UserId,
+    kind: fn(QueuePlace) -> DomainEvent,
+) -> Result<()> {
+    let event = place.room.event_id;
+    let said = QueuePlace {
+        event_id: event,
+        user_id: user,
+        early: place.early,
+        joined_at: place.joined_at,
+        admission_minutes: None,
+        event: event_summary(tx, event).await?,
+    };
+    publish(tx, Some(place.room.tenant_id), Some(user), kind(said)).await?;
     Ok(())
 }
 
