@@ -5,7 +5,8 @@
 --       http://127.0.0.1:<gateway port> -- <requests file> <wrk threads>
 --
 -- Each line of the file is one person: path, bearer token, idempotency key and JSON body,
--- separated by tabs. With n threads, thread k (0-based) sends lines k+1, k+1+n, k+1+2n, ...
+-- separated by tabs, and, when the event's waiting room is open, a fifth field: the person's
+-- admission (sent as X-Admission). With n threads, thread k (0-based) sends lines k+1, k+1+n, k+1+2n, ...
 -- of the file (1-based), each once, so the threads never send the same line. Once a thread has
 -- had the answers to all its lines it prints "register-thread-done <k>" and stops; after the
 -- last line a connection sends nothing more. Answers are counted as created (201), sold out
@@ -65,11 +66,17 @@ function init(args)
          if not path then
             error(string.format("%s:%d: not path<TAB>token<TAB>key<TAB>body", file, line_number + 1))
          end
-         requests[#requests + 1] = wrk.format("POST", path, {
+         local headers = {
             ["Authorization"] = "Bearer " .. token,
             ["X-Idempotency-Key"] = key,
             ["Content-Type"] = "application/json",
-         }, body)
+         }
+         local json, admission = body:match("^([^\t]+)\t([^\t]+)$")
+         if json then
+            body = json
+            headers["X-Admission"] = admission
+         end
+         requests[#requests + 1] = wrk.format("POST", path, headers, body)
       end
       line_number = line_number + 1
    end

@@ -15,14 +15,17 @@
 //! apart; and the seed's long statements keep the old versions of the rows the node rewrites
 //! meanwhile (its leases), which the burst would step over. STATEMENTS=1 prints what each
 //! statement cost during the burst (`pg_stat_statements`, which the server must preload).
+//! ROOM=1 opens every event's waiting room before the burst and has every request show its
+//! person's admission (issue 33: the sale through the room against the sale without it).
 
 use anyhow::Context;
 use bench::backlog::Backlog;
 use bench::node::Node;
 use bench::sale::{
-    Sales, admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks, env_or, fresh_database,
-    postgres_ticks, sales, shape, token,
+    SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks, env_or,
+    fresh_database, postgres_ticks, sales, shape, token,
 };
+use domain::events::waiting_room::admission;
 use domain::ids::UserId;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -61,6 +64,8 @@ struct Setup {
     /// Whether `pg_stat_statements` (preloaded by the server) is reset as wrk starts and its
     /// costliest statements printed after.
     statements: bool,
+    /// Whether every event's waiting room is open and every request shows an admission (ROOM=1).
+    room: bool,
 }
 
 fn setup() -> anyhow::Result<Setup> {
@@ -88,23 +93,56 @@ fn setup() -> anyhow::Result<Setup> {
         history: env_or("HISTORY", 0),
         analyze: env_or("ANALYZE", 1) != 0,
         statements: env_or("STATEMENTS", 0) != 0,
+        room: env_or("ROOM", 0) != 0,
     })
 }
 
 /// One line per person, request *i* on event *i* mod events: path, a token signed for a new
-/// user, a fresh idempotency key, the body; tab-separated, as `register.lua` reads them.
-fn write_requests(path: &Path, sales: &Sales, requests: usize) -> anyhow::Result<()> {
+/// user, a fresh idempotency key, the body, and with `room` the person's admission (valid for
+/// half an hour); tab-separated, as `register.lua` reads them.
+fn write_requests(path: &Path, sales: &Sales, requests: usize, room: bool) -> anyhow::Result<()> {
     let mut out = BufWriter::new(std::fs::File::create(path)?);
+    let key = admission::key(SECRET.as_bytes());
+    let until = chrono::Utc::now() + chrono::Duration::minutes(30);
     for i in 0..requests {
         let (event, ticket_type) = sales.types[i % sales.types.len()];
-        writeln!(
+        let user = UserId::new();
+        write!(
             out,
             "/api/v1/events/{event}/registrations\t{}\t{}\t{{\"ticketTypeId\":\"{ticket_type}\"}}",
-            token(UserId::new(), None, vec![])?,
+            token(user, None, vec![])?,
             Uuid::new_v4(),
         )?;
+        if room {
+            write!(
+                out,
+                "\t{}",
+                admission::sign(&key, event, user.as_uuid(), until)
+            )?;
+        }
+        writeln!(out)?;
     }
     out.flush()?;
+    Ok(())
+}
+
+/// Opens a waiting room on every event of the sale, straight in the database (the sale's
+/// organizer token is not kept): from then on every seat needs an admission.
+async fn open_rooms(db: &tokio_postgres::Client, sales: &Sales) -> anyhow::Result<()> {
+    let events: Vec<Uuid> = sales.types.iter().map(|(event, _)| *event).collect();
+    db.execute(
+        "INSERT INTO event_service.waiting_rooms (event_id, tenant_id, on_sale_at, admit_per_minute,
+            admission_minutes, grace_minutes, created_at, updated_at)
+         SELECT id, tenant_id, now() - interval '1 hour', 1000000, 30, 5, now(), now()
+         FROM event_service.events WHERE id = ANY($1)",
+        &[&events],
+    )
+    .await?;
+    db.execute(
+        "UPDATE event_service.events SET waiting_room = true WHERE id = ANY($1)",
+        &[&events],
+    )
+    .await?;
     Ok(())
 }
 
@@ -574,7 +612,10 @@ async fn main() -> anyhow::Result<()> {
     println!("{}", DeadRows::sample(&db).await?);
     // Signed last, right before the run: the tokens are valid for 15 minutes.
     let file = node.dir.join("requests.tsv");
-    write_requests(&file, &sales, setup.requests)?;
+    if setup.room {
+        open_rooms(&db, &sales).await?;
+    }
+    write_requests(&file, &sales, setup.requests, setup.room)?;
     println!(
         "outside: {} registrations sold before (HISTORY), then {} registrations (each a new person with a pre-signed token and a fresh idempotency key) spread round-robin over {} events on sale at once, {} seats each (every type sells out), sent by wrk ({} threads, {} connections) to one `bilet serve` running every service; PostgreSQL synchronous_commit = {synchronous_commit}, fsync = {fsync}\n",
         setup.history, setup.requests, setup.events, setup.seats, setup.threads, setup.connections
