@@ -1,12 +1,14 @@
 //! Shared pieces of the benchmarks: closed-loop and open-loop load runners and latency figures;
 //! `sale` holds what the sale benchmarks (`cluster`, `outside`) share, `history` the past sales
 //! seeded before a burst (`outside` with `HISTORY`), `node` the whole platform as one process,
-//! `backlog` what a sale's registrations still have to go through downstream.
+//! `backlog` what a sale's registrations still have to go through downstream, `wrk` the outside
+//! load generator and what its scripts print.
 
 pub mod backlog;
 pub mod history;
 pub mod node;
 pub mod sale;
+pub mod wrk;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -25,37 +25,27 @@ use bench::sale::{
     SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks, env_or,
     fresh_database, postgres_ticks, sales, shape, token,
 };
+use bench::wrk::{
+    REGISTER_RESULT, REGISTER_THREAD_DONE, REGISTER_TIMELINE, Wrk, answered_ids, printed, tenths,
+};
 use domain::events::waiting_room::admission;
 use domain::ids::UserId;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 use uuid::Uuid;
 
 const DATABASE: &str = "bilet_bench_outside";
 
-/// What the script prints when one of its threads has had all its answers.
-const THREAD_DONE: &str = "register-thread-done ";
-
-/// What the script's `done` prints before its figures, as JSON.
-const RESULT: &str = "register-result ";
-/// The prefix of the script's line of answers a tenth of a second.
-const TIMELINE: &str = "register-timeline ";
-
 /// What one run is made of.
 struct Setup {
     bin: PathBuf,
-    wrk: String,
-    script: PathBuf,
+    wrk: Wrk,
     admin_url: String,
     events: usize,
     requests: usize,
     seats: usize,
-    threads: usize,
-    connections: usize,
-    duration: usize,
-    timeout: usize,
     /// Registrations already sold before the burst (0: a fresh database).
     history: usize,
     /// Whether the database is vacuumed and analyzed before the burst (the history's seed
@@ -76,20 +66,20 @@ fn setup() -> anyhow::Result<Setup> {
         threads >= 1 && connections >= threads && requests >= threads,
         "THREADS must be at least 1 and at most CONNECTIONS and REQUESTS"
     );
-    Ok(Setup {
-        bin: bilet_bin()?,
-        wrk: std::env::var("WRK").unwrap_or_else(|_| "wrk".into()),
-        script: std::env::var("WRK_SCRIPT")
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("wrk/register.lua")),
-        admin_url: admin_url(),
-        events,
-        requests,
-        seats,
+    let wrk = Wrk {
         threads,
         connections,
         duration: env_or("DURATION", 120),
         timeout: env_or("TIMEOUT", 10),
+        ..Wrk::with_script("register.lua", true)
+    };
+    Ok(Setup {
+        bin: bilet_bin()?,
+        wrk,
+        admin_url: admin_url(),
+        events,
+        requests,
+        seats,
         history: env_or("HISTORY", 0),
         analyze: env_or("ANALYZE", 1) != 0,
         statements: env_or("STATEMENTS", 0) != 0,
@@ -192,7 +182,7 @@ fn io_stalled_us() -> u64 {
 }
 
 /// What wrk and its script reported.
-struct Wrk {
+struct Report {
     /// wrk's own report, as printed.
     report: String,
     /// The script's figures (see `register.lua`).
@@ -206,7 +196,7 @@ struct Wrk {
     started: Cpu,
 }
 
-impl Wrk {
+impl Report {
     fn count(&self, name: &str) -> usize {
         self.result[name].as_u64().unwrap_or(0) as usize
     }
@@ -228,25 +218,9 @@ impl Wrk {
 /// Runs wrk over the requests in `file`. Once every thread has printed that it had all its
 /// answers, samples the CPU and interrupts wrk (as Ctrl-C would): it then prints its report and
 /// the script's figures at once instead of idling to the end of DURATION.
-fn run_wrk(setup: &Setup, gateway: &str, file: &Path, bilet: u32) -> anyhow::Result<Wrk> {
+fn run_wrk(setup: &Setup, gateway: &str, file: &Path, bilet: u32) -> anyhow::Result<Report> {
     let before = Cpu::sample(bilet, None);
-    let mut child = Command::new(&setup.wrk)
-        .arg(format!("-t{}", setup.threads))
-        .arg(format!("-c{}", setup.connections))
-        .arg(format!("-d{}s", setup.duration))
-        // Latencies above the timeout are left out of wrk's percentiles (counted as timeouts).
-        .arg(format!("--timeout={}s", setup.timeout))
-        .arg("--latency")
-        .arg("-s")
-        .arg(&setup.script)
-        .arg(gateway)
-        .arg("--")
-        .arg(file)
-        .arg(setup.threads.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("start {} (set WRK)", setup.wrk))?;
+    let mut child = setup.wrk.spawn(gateway, file)?;
     let pid = child.id();
     let stdout = child.stdout.take().context("no output of wrk")?;
     let mut report = String::new();
@@ -254,9 +228,9 @@ fn run_wrk(setup: &Setup, gateway: &str, file: &Path, bilet: u32) -> anyhow::Res
     let mut after = None;
     for line in BufReader::new(stdout).lines() {
         let line = line?;
-        if line.starts_with(THREAD_DONE) {
+        if line.starts_with(REGISTER_THREAD_DONE) {
             finished += 1;
-            if finished == setup.threads && after.is_none() {
+            if finished == setup.wrk.threads && after.is_none() {
                 after = Some(Cpu::sample(bilet, Some(pid)));
                 let _ = Command::new("kill")
                     .args(["-INT", &pid.to_string()])
@@ -271,29 +245,15 @@ fn run_wrk(setup: &Setup, gateway: &str, file: &Path, bilet: u32) -> anyhow::Res
     let after = after.unwrap_or_else(|| Cpu::sample(bilet, Some(pid)));
     let status = child.wait()?;
     anyhow::ensure!(status.success(), "wrk failed ({status}):\n{report}");
-    let result = report
-        .lines()
-        .find_map(|l| l.strip_prefix(RESULT))
-        .with_context(|| format!("wrk printed no `{RESULT}` line:\n{report}"))?;
-    let result = serde_json::from_str(result).context("the script's figures")?;
-    let tenths = match report.lines().find_map(|l| l.strip_prefix(TIMELINE)) {
-        Some(line) => {
-            let line: serde_json::Value =
-                serde_json::from_str(line).context("the script's timeline")?;
-            let tenths = line["tenthsS"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|n| n.as_u64()).collect())
-                .unwrap_or_default();
-            (line["fromS"].as_f64().unwrap_or(0.0), tenths)
-        }
-        None => (0.0, Vec::new()),
-    };
+    let result = printed(&report, REGISTER_RESULT)?
+        .with_context(|| format!("wrk printed no `{REGISTER_RESULT}` line:\n{report}"))?;
+    let tenths = tenths(printed(&report, REGISTER_TIMELINE)?.as_ref());
     let report = report
         .lines()
-        .filter(|l| !l.starts_with(RESULT) && !l.starts_with(TIMELINE))
+        .filter(|l| !l.starts_with(REGISTER_RESULT) && !l.starts_with(REGISTER_TIMELINE))
         .collect::<Vec<_>>()
         .join("\n");
-    Ok(Wrk {
+    Ok(Report {
         report,
         result,
         tenths,
@@ -336,19 +296,6 @@ fn timeline((from, tenths): &(f64, Vec<u64>)) -> Option<String> {
         seconds.join(" "),
         slowest.join(", ")
     ))
-}
-
-/// The registration ids of the 201 answers, which the script wrote to `<file>.ids.<thread>`.
-fn answered_ids(file: &Path, threads: usize) -> anyhow::Result<Vec<Uuid>> {
-    let mut ids = Vec::new();
-    for thread in 0..threads {
-        let path = PathBuf::from(format!("{}.ids.{thread}", file.display()));
-        let text =
-            std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
-        // A line that is no id matches no row: the audit counts its 201 as lost.
-        ids.extend(text.lines().filter_map(|l| l.trim().parse::<Uuid>().ok()));
-    }
-    Ok(ids)
 }
 
 /// The tables holding the most old row versions as the burst starts, and their sizes: what a
@@ -618,7 +565,12 @@ async fn main() -> anyhow::Result<()> {
     write_requests(&file, &sales, setup.requests, setup.room)?;
     println!(
         "outside: {} registrations sold before (HISTORY), then {} registrations (each a new person with a pre-signed token and a fresh idempotency key) spread round-robin over {} events on sale at once, {} seats each (every type sells out), sent by wrk ({} threads, {} connections) to one `bilet serve` running every service; PostgreSQL synchronous_commit = {synchronous_commit}, fsync = {fsync}\n",
-        setup.history, setup.requests, setup.events, setup.seats, setup.threads, setup.connections
+        setup.history,
+        setup.requests,
+        setup.events,
+        setup.seats,
+        setup.wrk.threads,
+        setup.wrk.connections
     );
     let bilet = node.child.id();
     let reads_before = BlockReads::sample(&db).await?;
@@ -634,7 +586,7 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let reads = BlockReads::sample(&db).await?.since(&reads_before);
     let created = wrk.count("created");
-    let ids = answered_ids(&file, setup.threads)?;
+    let ids = answered_ids(&file, setup.wrk.threads)?;
     let audit = audit(&db, &sales.type_ids(), created, &ids).await?;
     drop(node);
     let (sold_out, other, answered) = (
@@ -677,7 +629,7 @@ async fn main() -> anyhow::Result<()> {
         wrk.count("connectErrors"),
         wrk.count("readErrors"),
         wrk.count("writeErrors"),
-        setup.timeout,
+        setup.wrk.timeout,
         wrk.count("timeouts"),
         wrk.number("maxMs"),
     );
