@@ -13,21 +13,43 @@ use domain::ids::{TenantId, UserId};
 use std::time::Duration;
 use storage::events::waiting_room::rooms;
 
-#[tokio::test]
-async fn kill_9_mid_joins_keeps_every_place_given() {
-    let t = TestDb::new().await;
+/// A published event of 1,000 free seats with its waiting room open since a minute ago at
+/// `admit_per_minute`.
+async fn event_with_room(
+    t: &TestDb,
+    admit_per_minute: i32,
+) -> (
+    TenantId,
+    storage::events::catalog::Event,
+    storage::events::ticket_types::TicketType,
+) {
     let (tenant, organizer) = (TenantId::new(), UserId::new());
-    let (event, _) = published_paid_event(&t, tenant, organizer, 1000, 0, None).await;
+    let (event, ticket_type) = published_paid_event(t, tenant, organizer, 1000, 0, None).await;
     let now = chrono::Utc::now();
     let settings = RoomSettings {
         on_sale_at: now - chrono::Duration::minutes(1),
-        admit_per_minute: 1,
+        admit_per_minute,
         admission_minutes: 10,
         grace_minutes: 5,
     };
     rooms::open(&t.db, tenant, organizer, event.id, settings, now)
         .await
         .unwrap();
+    (tenant, event, ticket_type)
+}
+
+/// A visitor's access token, signed with the nodes' secret.
+fn token(user: UserId) -> String {
+    http::tokens::Tokens::new("test-secret-test-secret-test-secret")
+        .issue(user, None, None, vec![], None, 0, chrono::Utc::now())
+        .unwrap()
+        .token
+}
+
+#[tokio::test]
+async fn kill_9_mid_joins_keeps_every_place_given() {
+    let t = TestDb::new().await;
+    let (_, event, _) = event_with_room(&t, 1).await;
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -43,13 +65,6 @@ async fn kill_9_mid_joins_keeps_every_place_given() {
     let mut first = Some(serve(&t, port));
     assert!(eventually(60, ready).await);
 
-    let tokens = http::tokens::Tokens::new("test-secret-test-secret-test-secret");
-    let token = |user: UserId| {
-        tokens
-            .issue(user, None, None, vec![], None, 0, chrono::Utc::now())
-            .unwrap()
-            .token
-    };
     let client = reqwest::Client::new();
     let queue = format!("{base}/api/v1/events/{}/queue", event.id);
     let mut joins = Vec::new();
@@ -130,19 +145,8 @@ async fn kill_9_mid_joins_keeps_every_place_given() {
 #[tokio::test]
 async fn two_gateways_and_two_events_nodes_admit_one_line_once_at_its_rate() {
     let t = TestDb::new().await;
-    let (tenant, organizer) = (TenantId::new(), UserId::new());
-    let (event, ticket_type) = published_paid_event(&t, tenant, organizer, 1000, 0, None).await;
-    let now = chrono::Utc::now();
     // 6,000 a minute: a hundred a second, over a line of 1,200 that lasts twelve seconds.
-    let settings = RoomSettings {
-        on_sale_at: now - chrono::Duration::minutes(1),
-        admit_per_minute: 6_000,
-        admission_minutes: 10,
-        grace_minutes: 5,
-    };
-    rooms::open(&t.db, tenant, organizer, event.id, settings, now)
-        .await
-        .unwrap();
+    let (tenant, event, ticket_type) = event_with_room(&t, 6_000).await;
     let line: Vec<uuid::Uuid> = (0..1_200).map(|_| uuid::Uuid::new_v4()).collect();
     let owner = t.owner().await;
     owner
@@ -205,21 +209,6 @@ async fn two_gateways_and_two_events_nodes_admit_one_line_once_at_its_rate() {
 
     // Everyone let in, each node honours the admission the other signed.
     assert!(eventually(60, || async { admitted().await.0 == line.len() as i64 }).await);
-    let tokens = http::tokens::Tokens::new("test-secret-test-secret-test-secret");
-    let token = |user: uuid::Uuid| {
-        tokens
-            .issue(
-                UserId(user),
-                None,
-                None,
-                vec![],
-                None,
-                0,
-                chrono::Utc::now(),
-            )
-            .unwrap()
-            .token
-    };
     let client = reqwest::Client::new();
     for (i, user) in line.iter().take(6).enumerate() {
         // Read through one gateway, registered through the other.
@@ -227,7 +216,7 @@ async fn two_gateways_and_two_events_nodes_admit_one_line_once_at_its_rate() {
         let (read_at, register_at) = (&cluster.gateways[read_at], &cluster.gateways[register_at]);
         let place: serde_json::Value = client
             .get(format!("{read_at}/api/v1/events/{}/queue", event.id))
-            .bearer_auth(token(*user))
+            .bearer_auth(token(UserId(*user)))
             .send()
             .await
             .unwrap()
@@ -250,9 +239,7 @@ async fn two_gateways_and_two_events_nodes_admit_one_line_once_at_its_rate() {
                 .send()
         };
         // Another account showing it is refused by the other node as well.
-        let stolen = register(token(uuid::Uuid::new_v4()), &admission)
-            .await
-            .unwrap();
+        let stolen = register(token(UserId::new()), &admission).await.unwrap();
         assert_eq!(stolen.status(), 403);
         let body: serde_json::Value = stolen.json().await.unwrap();
         assert_eq!(body["code"], "forbidden", "{body}");
@@ -260,7 +247,7 @@ async fn two_gateways_and_two_events_nodes_admit_one_line_once_at_its_rate() {
             body["message"], "This waiting-room admission was given to another account",
             "{body}"
         );
-        let mine = register(token(*user), &admission).await.unwrap();
+        let mine = register(token(UserId(*user)), &admission).await.unwrap();
         assert_eq!(mine.status(), 201, "{}", mine.text().await.unwrap());
     }
 }
