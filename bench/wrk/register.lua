@@ -107,6 +107,8 @@ function request()
    end
    if next_line == 1 and clock then
       first = clock()
+      first_wall = wall()
+      io.stderr:write(string.format("register-start thread %d: first request at %.3f\n", id, first_wall))
    end
    next_line = next_line + 1
    return r
@@ -129,6 +131,9 @@ function response(status, headers, body)
       end
    end
    answered = answered + 1
+   if wall and (answered == 1 or answered == 64 or answered == 128 or answered == 256 or answered == 512) then
+      io.stderr:write(string.format("register-start thread %d: answer %d at +%.1f ms\n", id, answered, (wall() - first_wall) * 1000))
+   end
    if clock then
       last = clock()
       local tenth = math.floor(wall() * 10)

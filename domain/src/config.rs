@@ -507,6 +507,10 @@ pub struct DatabaseConfig {
     /// A pooled connection this old is closed once it is back in the pool (a fresh one takes
     /// its place when needed), giving back the buffers it grew to its largest message.
     pub connection_lifetime_ms: u64,
+    /// Connections each pool keeps open however quiet its process is (at most its size):
+    /// opened at start, and renewed one at a time as they reach their lifetime, so the first
+    /// second of an on-sale does not wait for PostgreSQL to start its backends.
+    pub warm_connections: usize,
 }
 
 /// Broker settings.
@@ -930,6 +934,7 @@ impl Default for DatabaseConfig {
             idle_in_transaction_ms: 5_000,
             idle_connection_ms: 30_000,
             connection_lifetime_ms: 60_000,
+            warm_connections: 8,
         }
     }
 }

@@ -256,6 +256,61 @@ async fn a_pooled_connection_in_constant_use_is_replaced_once_it_has_lived_its_l
 }
 
 #[tokio::test]
+async fn a_pool_keeps_its_warm_connections_open_while_quiet() {
+    // An on-sale's first second comes after a quiet spell: a pool that had closed everything
+    // made its first requests wait for PostgreSQL to start a backend each.
+    let t = TestDb::new().await;
+    let role = t.config.database.app_role_name();
+    let before = backends(&t, &role).await;
+    let config = DatabaseConfig {
+        warm_connections: 2,
+        idle_connection_ms: 300,
+        connection_lifetime_ms: 900,
+        ..t.config.database.clone()
+    };
+    let db = storage::Database::connect(&config).unwrap();
+    assert!(
+        eventually(5, || async { backends(&t, &role).await == before + 2 }).await,
+        "opened before anyone asked: {} against {before} + 2",
+        backends(&t, &role).await
+    );
+
+    // A burst opens more; afterwards the pool goes back to its warm two, not to none.
+    let burst = futures_util::future::join_all((0..6).map(|_| db.client())).await;
+    let burst: Vec<_> = burst.into_iter().map(Result::unwrap).collect();
+    drop(burst);
+    assert_eq!(db.open_connections(), 6);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(db.open_connections(), 2, "the warm ones stay");
+
+    // They still live no longer than a connection's lifetime: renewed one at a time, so
+    // two are open at every look.
+    let pids = || async {
+        let client = t.owner().await;
+        let rows = client
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE usename = $1 AND datname = current_database()",
+                &[&role],
+            )
+            .await
+            .unwrap();
+        rows.iter().map(|r| r.get::<_, i32>(0)).collect::<Vec<_>>()
+    };
+    let first = pids().await;
+    let mut seen: std::collections::HashSet<i32> = first.iter().copied().collect();
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(db.open_connections() >= 1, "never all closed at once");
+        seen.extend(pids().await);
+    }
+    assert!(
+        seen.len() >= first.len() + 2,
+        "renewed as they reach their lifetime: {first:?}, then {seen:?}"
+    );
+    assert_eq!(db.open_connections(), 2);
+}
+
+#[tokio::test]
 async fn a_pool_the_server_has_no_more_room_for_waits_for_a_connection_of_its_own() {
     // Processes whose pools together exceed the role's limit: a request that finds none of
     // its pool's connections idle waits for one rather than answering 503 at once.

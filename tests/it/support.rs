@@ -101,6 +101,9 @@ pub fn test_config() -> Config {
     config.auth.service_secret = Some(domain::config::Secret::new(SERVICE_SECRET));
     config.broker.retry_base_ms = 50;
     config.broker.relay_poll_ms = 200;
+    // Tests run side by side on one server and several count its sessions: none kept open
+    // unless a test asks (`installation::a_pool_keeps_its_warm_connections_open_while_quiet`).
+    config.database.warm_connections = 0;
     config
 }
 

@@ -8,6 +8,7 @@
 
 use super::alarm::Alarm;
 use super::committer::Committer;
+use super::first_reads::FirstReads;
 use super::registry::TicketingError;
 use super::ticket_type::{Job, TicketTypeActor, TicketTypeArgs, TicketTypeMsg};
 use super::timers::Deadlines;
@@ -59,6 +60,8 @@ pub struct EventArgs {
     pub committer: Committer,
     /// The node's reservation timer, for the ticket-type actors.
     pub deadlines: Deadlines,
+    /// What the node's starting actors read, read together.
+    pub first_reads: FirstReads,
 }
 
 /// The actor's state.
@@ -255,6 +258,7 @@ async fn child(
         owner: state.args.owner.clone(),
         committer: state.args.committer.clone(),
         deadlines: state.args.deadlines.clone(),
+        first_reads: state.args.first_reads.clone(),
     };
     // Boxed: starting an actor is rare and its future large; inline it would size the future
     // of every seat the event actor hands on.
@@ -314,9 +318,13 @@ async fn remind(myself: &ActorRef<EventMsg>, state: &mut EventState) {
 /// Reads when the reminder falls due on a task of its own, which tells the actor (or asks it
 /// to read again in a while when the database did not answer).
 fn read_reminder(myself: &ActorRef<EventMsg>, state: &EventState) {
-    let (myself, db, event) = (myself.clone(), state.args.db.clone(), state.args.event);
+    let (myself, reads, event) = (
+        myself.clone(),
+        state.args.first_reads.clone(),
+        state.args.event,
+    );
     tokio::spawn(async move {
-        match catalog::reminder_due_at(&db, event).await {
+        match reads.reminder(event).await {
             Ok(due) => {
                 // The actor may have stopped meanwhile: then there is nobody to remind.
                 let _ = myself.send_message(EventMsg::ReminderRead(due));

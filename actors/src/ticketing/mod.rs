@@ -5,6 +5,7 @@
 mod alarm;
 mod committer;
 mod event;
+mod first_reads;
 mod registry;
 mod supervisor;
 mod ticket_type;

@@ -6,6 +6,7 @@
 
 use super::committer::Committer;
 use super::event::{EventArgs, EventMsg};
+use super::first_reads::FirstReads;
 use super::supervisor::{Ended, Supervisor};
 use super::ticket_type::{self, Job};
 use super::timers::Deadlines;
@@ -138,6 +139,8 @@ pub struct Ticketing {
     committer: Committer,
     /// New reservation deadlines, for the node's timer.
     deadlines: Deadlines,
+    /// What starting actors read, read together.
+    first_reads: FirstReads,
     /// The seat requests in flight, which the node's heavy consumers give way to.
     foreground: Foreground,
 }
@@ -181,6 +184,7 @@ impl Ticketing {
             supervisor: Supervisor::new(ended),
             committer: Committer::start(db.clone(), config.committers),
             deadlines: Deadlines::default(),
+            first_reads: FirstReads::start(&db),
             foreground: Foreground::default(),
             db,
         }
@@ -269,6 +273,7 @@ impl Ticketing {
             owner: self.owner.clone(),
             committer: self.committer.clone(),
             deadlines: self.deadlines.clone(),
+            first_reads: self.first_reads.clone(),
         };
         let actor = self.supervisor.spawn(args).await.map_err(|e| {
             TicketingError::Unavailable(format!("the event's actor did not start: {e}"))

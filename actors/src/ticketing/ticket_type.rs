@@ -12,6 +12,7 @@
 
 use super::alarm::Alarm;
 use super::committer::Committer;
+use super::first_reads::FirstReads;
 use super::registry::TicketingError;
 use super::timers::Deadlines;
 use crate::cluster::Ownership;
@@ -80,6 +81,8 @@ pub struct TicketTypeArgs {
     pub committer: Committer,
     /// The node's reservation timer, told of each new deadline.
     pub deadlines: Deadlines,
+    /// What the node's starting actors read, read together.
+    pub first_reads: FirstReads,
 }
 
 /// The requests waiting for a commit: the actor adds to it, its flusher takes from it.
@@ -122,7 +125,7 @@ impl Actor for TicketTypeActor {
         myself: ActorRef<TicketTypeMsg>,
         args: TicketTypeArgs,
     ) -> Result<TicketTypeState, ActorProcessingErr> {
-        let tenant = seats::owner(&args.db, args.ticket_type).await?;
+        let tenant = args.first_reads.owner(args.ticket_type).await?;
         let mut state = TicketTypeState {
             args,
             tenant,

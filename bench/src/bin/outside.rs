@@ -56,6 +56,12 @@ struct Setup {
     statements: bool,
     /// Whether every event's waiting room is open and every request shows an admission (ROOM=1).
     room: bool,
+    /// Seconds the node sits idle before the burst, after the history and the analysis
+    /// (IDLE): a fresh database's burst after as long a wait as a history's seed.
+    idle: u64,
+    /// Whether the node is restarted after the history's seed (RESTART=1): a history's burst
+    /// on a node that did not sit through the seed.
+    restart: bool,
 }
 
 fn setup() -> anyhow::Result<Setup> {
@@ -84,6 +90,8 @@ fn setup() -> anyhow::Result<Setup> {
         analyze: env_or("ANALYZE", 1) != 0,
         statements: env_or("STATEMENTS", 0) != 0,
         room: env_or("ROOM", 0) != 0,
+        idle: env_or("IDLE", 0) as u64,
+        restart: env_or("RESTART", 0) != 0,
     })
 }
 
@@ -300,6 +308,76 @@ fn timeline((from, tenths): &(f64, Vec<u64>)) -> Option<String> {
 
 /// The tables holding the most old row versions as the burst starts, and their sizes: what a
 /// burst's statements would step over.
+/// The node's own histogram of the registration route's latency (`bilet_http_request_
+/// duration_seconds`), by service: how long the answers wrk waited for were inside the node
+/// (the gateway's figure holds the events service's, which answers through it).
+struct Latencies(Vec<(String, f64, u64)>);
+
+impl Latencies {
+    async fn sample(client: &reqwest::Client, gateway: &str) -> anyhow::Result<Latencies> {
+        let text = client
+            .get(format!("{gateway}/metrics"))
+            .send()
+            .await?
+            .text()
+            .await?;
+        let mut buckets = Vec::new();
+        for line in text.lines() {
+            let Some(labels) = line.strip_prefix("bilet_http_request_duration_seconds_bucket{")
+            else {
+                continue;
+            };
+            if !labels.contains("method=\"POST\"") || !labels.contains("/registrations\"") {
+                continue;
+            }
+            let label = |name: &str| {
+                labels
+                    .split(&format!("{name}=\""))
+                    .nth(1)
+                    .and_then(|rest| rest.split('"').next())
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let le = label("le").parse::<f64>().unwrap_or(f64::INFINITY);
+            let count = line
+                .rsplit(' ')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+            buckets.push((label("service"), le, count));
+        }
+        Ok(Latencies(buckets))
+    }
+
+    /// What was counted since `before`, a line per service: the share of answers over each
+    /// bound from 25 ms up.
+    fn since(&self, before: &Latencies) -> String {
+        let mut services: Vec<&str> = self.0.iter().map(|(s, _, _)| s.as_str()).collect();
+        services.dedup();
+        let mut out = String::from(
+            "the node's own latency of the registrations it answered (its histogram):",
+        );
+        for service in services {
+            let count = |le: f64, of: &Latencies| {
+                of.0.iter()
+                    .find(|(s, l, _)| s == service && *l == le)
+                    .map_or(0, |(_, _, n)| *n)
+            };
+            let all = count(f64::INFINITY, self) - count(f64::INFINITY, before);
+            out.push_str(&format!("\n  {service}: {all} answers"));
+            for le in [0.025, 0.05, 0.1, 0.25] {
+                let over = all - (count(le, self) - count(le, before));
+                out.push_str(&format!(
+                    ", over {:.0} ms {over} ({:.2}%)",
+                    le * 1000.0,
+                    over as f64 * 100.0 / all.max(1) as f64
+                ));
+            }
+        }
+        out
+    }
+}
+
 struct DeadRows(Vec<(String, i64, i64)>);
 
 impl DeadRows {
@@ -556,6 +634,16 @@ async fn main() -> anyhow::Result<()> {
             .await
             .context("outside: VACUUM ANALYZE")?;
     }
+    if setup.restart {
+        drop(node);
+        node = Node::start(&setup.bin, &db_url, "outside")?;
+        node.ready(&client).await?;
+        // The killed node's shard leases run out before the new one can take them.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    if setup.idle > 0 {
+        tokio::time::sleep(Duration::from_secs(setup.idle)).await;
+    }
     println!("{}", DeadRows::sample(&db).await?);
     // Signed last, right before the run: the tokens are valid for 15 minutes.
     let file = node.dir.join("requests.tsv");
@@ -574,6 +662,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let bilet = node.child.id();
     let reads_before = BlockReads::sample(&db).await?;
+    let latencies_before = Latencies::sample(&client, &node.gateway).await?;
     if setup.statements {
         Statements::reset(&db).await?;
     }
@@ -581,6 +670,9 @@ async fn main() -> anyhow::Result<()> {
     println!("{}\n", wrk.report);
     // What the registrations set off downstream (the relay, the consumers) is theirs too: part
     // of it falls after the last answer, more of it the faster the burst was.
+    let latencies = Latencies::sample(&client, &node.gateway)
+        .await?
+        .since(&latencies_before);
     let downstream = Downstream::wait(&db, bilet, wrk.started).await?;
     // The statistics reach the shared counters within a second of a transaction's end.
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -637,6 +729,7 @@ async fn main() -> anyhow::Result<()> {
         "every runnable task waited on the disk for {:.0} ms of wrk's run (pressure stall information, io full)",
         wrk.cpu.io_stalled_us as f64 / 1000.0
     );
+    println!("{latencies}");
     if let Some(timeline) = timeline(&wrk.tenths) {
         println!("\n{timeline}");
     }

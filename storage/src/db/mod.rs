@@ -177,6 +177,8 @@ struct PoolSettings {
     size: usize,
     idle: Duration,
     lifetime: Duration,
+    /// Kept open however quiet the pool is (at most `size`).
+    warm: usize,
 }
 
 /// Closes the pool's connections no one has taken for `idle`, and those older than `lifetime`
@@ -185,18 +187,69 @@ struct PoolSettings {
 /// other processes of the installation may need; and the connections a quiet node still uses
 /// would keep their buffers, grown to the largest message each ever sent or read, for good.
 /// It also gives back the places the gate withheld after refusals, so the pool tries again.
+///
+/// `warm` of them stay open however quiet the pool is, opened at once and renewed one at a
+/// time when they reach their lifetime: a burst after a quiet spell (an on-sale's first
+/// second) would otherwise wait for PostgreSQL to start a backend for each of its first
+/// requests, while the machine is at its busiest (bench/README.md, thirty-fifth sitting).
 async fn close_idle(
     pool: deadpool_postgres::WeakPool,
     gate: std::sync::Arc<gate::Gate>,
-    idle: Duration,
-    lifetime: Duration,
+    settings: PoolSettings,
 ) {
+    let PoolSettings {
+        idle,
+        lifetime,
+        size,
+        warm,
+    } = settings;
+    let warm = warm.min(size);
     let every = (idle.min(lifetime) / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
     loop {
+        {
+            let Some(pool) = pool.upgrade() else { return };
+            let status = pool.status();
+            // Those taken now count towards the warm ones: only idle connections are looked at.
+            let floor = warm.saturating_sub(status.size.saturating_sub(status.available));
+            let mut kept = 0;
+            let mut renewed = false;
+            pool.retain(|_, used| {
+                let young = used.age() < lifetime;
+                let keep = if young && used.last_used() < idle {
+                    true
+                } else if kept >= floor {
+                    false
+                } else if young {
+                    true
+                } else {
+                    // One warm connection past its lifetime is renewed a round, so they do
+                    // not all close together.
+                    let first = !renewed;
+                    renewed = true;
+                    !first
+                };
+                kept += usize::from(keep);
+                keep
+            });
+            gate.reopen();
+            open_warm(&pool, &gate, warm).await;
+        }
         tokio::time::sleep(every).await;
-        let Some(pool) = pool.upgrade() else { return };
-        pool.retain(|_, used| used.last_used() < idle && used.age() < lifetime);
-        gate.reopen();
+    }
+}
+
+/// Opens connections until the pool holds `warm` (taken or not); a failure waits for the
+/// next round (the server may be down, or have no room for another).
+async fn open_warm(pool: &Pool, gate: &gate::Gate, warm: usize) {
+    let missing = warm.saturating_sub(pool.status().size);
+    let opened = futures_util::future::join_all((0..missing).map(|_| async {
+        let client = gate.get(pool, Duration::ZERO).await?;
+        client.simple_query("SELECT 1").await?;
+        Ok::<_, DbError>(())
+    }))
+    .await;
+    if let Some(Err(e)) = opened.into_iter().find(Result::is_err) {
+        tracing::debug!(error = %e, "a warm connection did not open; trying again next round");
     }
 }
 
@@ -228,6 +281,7 @@ impl Database {
             size: config.pool_size.max(1),
             idle: Duration::from_millis(config.idle_connection_ms.max(1)),
             lifetime: Duration::from_millis(config.connection_lifetime_ms.max(1)),
+            warm: config.warm_connections,
         };
         Database::pooled(std::sync::Arc::new(pg), settings)
     }
@@ -257,12 +311,7 @@ impl Database {
             .map_err(|e| DbError::Url(e.to_string()))?;
         let gate = std::sync::Arc::new(gate::Gate::new(settings.size));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(close_idle(
-                pool.weak(),
-                gate.clone(),
-                settings.idle,
-                settings.lifetime,
-            ));
+            runtime.spawn(close_idle(pool.weak(), gate.clone(), settings));
         }
         Ok(Database {
             pool,

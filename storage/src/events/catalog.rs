@@ -825,6 +825,25 @@ pub async fn reminder_due_at(db: &Database, event: Uuid) -> Result<Option<DateTi
     Ok(row.map(|r| r.get(0)))
 }
 
+/// `reminder_due_at` of several events in one read (those without a reminder to send are left
+/// out): the actors an on-sale's first second starts ask together.
+pub async fn reminders_due_at(
+    db: &Database,
+    events: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, DateTime<Utc>>> {
+    let tx = db.begin(Scope::system()).await?;
+    let rows = tx
+        .query(
+            "SELECT id, starts_at - interval '24 hours' FROM event_service.events
+             WHERE id = ANY($1) AND status = 'PUBLISHED' AND deleted_at IS NULL
+               AND reminder_sent_at IS NULL",
+            &[&events],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
 /// A job across tenants: updates the events `set_where` selects (with `params`) and
 /// announces each of them with `announce`; under `fence` when only a shard's owner may.
 async fn update_and_announce(

@@ -99,6 +99,23 @@ pub async fn owner(db: &Database, ticket_type: Uuid) -> Result<Option<TenantId>>
     Ok(row.map(|r| TenantId(r.get(0))))
 }
 
+/// The tenants owning `ticket_types`, in one read (those that do not exist are left out): the
+/// actors an on-sale's first second starts ask together.
+pub async fn owners(db: &Database, ticket_types: &[Uuid]) -> Result<HashMap<Uuid, TenantId>> {
+    let tx = db.begin(Scope::system()).await?;
+    let rows = tx
+        .query(
+            "SELECT id, tenant_id FROM event_service.ticket_types WHERE id = ANY($1)",
+            &[&ticket_types],
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get(0), TenantId(r.get(1))))
+        .collect())
+}
+
 /// Makes the rest of a seat transaction run cached generic plans (see `write`).
 const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode TO force_generic_plan;";
 
