@@ -16,6 +16,10 @@
 -- "register-timeline {json}", the answers of each tenth of a second from the first answer's to
 -- the last's (`fromS`: the first tenth's Unix time): wrk cannot say when its slow answers
 -- came, but with every connection waiting for its answer a slow stretch has few answers.
+-- On standard error each thread also writes when it sent its first request (Unix time) and
+-- how long after it its 1st, 64th, 128th, 256th and 512th answers came ("register-start"):
+-- how long a burst's first wave waited. wrk starts each thread once its script has read the
+-- file, so the second thread begins a few tenths after the first.
 
 -- A monotonic clock in seconds, for the time from the first request sent to the last answer
 -- (wrk's own duration also counts the time its threads sat idle after their last line), and

@@ -17,6 +17,10 @@
 //! statement cost during the burst (`pg_stat_statements`, which the server must preload).
 //! ROOM=1 opens every event's waiting room before the burst and has every request show its
 //! person's admission (issue 33: the sale through the room against the sale without it).
+//! IDLE=<s> leaves the node quiet that long before the burst (a fresh database after as long a
+//! wait as a history's seed); RESTART=1 restarts the node after the seed. Besides wrk's
+//! percentiles it prints the node's own histogram of the registrations it answered, so a wait
+//! inside the node can be told from one before it (the socket, the machine's run queue).
 
 use anyhow::Context;
 use bench::backlog::Backlog;
