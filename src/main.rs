@@ -108,7 +108,15 @@ async fn database(config: &domain::config::Config) -> anyhow::Result<storage::Da
     storage::db::migrate(&config.database)
         .await
         .context("migration failed")?;
-    Ok(storage::Database::connect(&config.database)?)
+    Ok(storage::Database::connect(&one_shot(config))?)
+}
+
+/// The pool settings of a command that does one thing and exits: no connection kept warm.
+fn one_shot(config: &domain::config::Config) -> domain::config::DatabaseConfig {
+    domain::config::DatabaseConfig {
+        warm_connections: 0,
+        ..config.database.clone()
+    }
 }
 
 /// Requests allocate and free many small buffers on one thread and drop them on another;
@@ -225,7 +233,7 @@ async fn run() -> anyhow::Result<()> {
                 storage::db::migrate(&config.database)
                     .await
                     .context("migration failed")?;
-                Some(storage::Database::connect(&config.database)?)
+                Some(storage::Database::connect(&one_shot(&config))?)
             } else {
                 None
             };

@@ -304,6 +304,58 @@ pub fn postgres_ticks() -> u64 {
         .sum()
 }
 
+/// `postgres_ticks` split by what each process is, from its title: "client backends",
+/// "autovacuum workers", the background processes by name ("checkpointer", "background
+/// writer", "walwriter", ...), and "postmaster and exited processes" (the postmaster counts
+/// the children it waited for: backends the pool replaced, autovacuum workers that finished).
+pub fn postgres_ticks_by_role() -> std::collections::BTreeMap<String, u64> {
+    let mut roles = std::collections::BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return roles;
+    };
+    for pid in dir
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim_end() == "postgres")
+        })
+    {
+        let Some(ticks) = ticks(&pid, true) else {
+            continue;
+        };
+        let title = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        *roles.entry(postgres_role(&title)).or_insert(0) += ticks;
+    }
+    roles
+}
+
+/// What a PostgreSQL process is, by its title ("postgres: 15/main: checkpointer", or the
+/// postmaster's command line).
+fn postgres_role(title: &str) -> String {
+    let Some(rest) = title.strip_prefix("postgres: ") else {
+        return "postmaster and exited processes".into();
+    };
+    // After the cluster's name (which Debian puts first), or the title itself.
+    let what = rest.split_once(": ").map_or(rest, |(_, what)| what);
+    const BACKGROUND: [&str; 7] = [
+        "checkpointer",
+        "background writer",
+        "walwriter",
+        "autovacuum launcher",
+        "logical replication launcher",
+        "archiver",
+        "stats collector",
+    ];
+    if what.starts_with("autovacuum worker") {
+        "autovacuum workers".into()
+    } else if let Some(name) = BACKGROUND.iter().find(|name| what.starts_with(*name)) {
+        (*name).into()
+    } else {
+        "client backends".into()
+    }
+}
+
 /// Clock ticks per second of the /proc figures (`getconf CLK_TCK`, 100 if that fails).
 pub fn clock_ticks_per_second() -> f64 {
     Command::new("getconf")

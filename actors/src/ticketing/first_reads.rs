@@ -26,8 +26,9 @@ pub struct ReadFailed(String);
 type Answer<T> = Result<Option<T>, ReadFailed>;
 
 /// Reads `keys` at once; a key not in the answer has no value.
-type Read<K, T> =
-    Arc<dyn Fn(Database, Vec<K>) -> BoxFuture<'static, storage::Result<HashMap<K, T>>> + Send + Sync>;
+type Read<K, T> = Arc<
+    dyn Fn(Database, Vec<K>) -> BoxFuture<'static, storage::Result<HashMap<K, T>>> + Send + Sync,
+>;
 
 /// One kind of first read, asked for one key at a time and read many keys at a time.
 struct Batched<K, T> {

@@ -27,7 +27,7 @@ use bench::backlog::Backlog;
 use bench::node::Node;
 use bench::sale::{
     SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks, env_or,
-    fresh_database, postgres_ticks, sales, shape, token,
+    fresh_database, postgres_ticks, postgres_ticks_by_role, sales, shape, token,
 };
 use bench::wrk::{
     REGISTER_RESULT, REGISTER_THREAD_DONE, REGISTER_TIMELINE, Wrk, answered_ids, printed, tenths,
@@ -149,10 +149,12 @@ async fn open_rooms(db: &tokio_postgres::Client, sales: &Sales) -> anyhow::Resul
 }
 
 /// CPU ticks of `bilet serve`, of every PostgreSQL process, and of wrk.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Cpu {
     bilet: u64,
     postgres: u64,
+    /// `postgres` by what each process is.
+    postgres_roles: std::collections::BTreeMap<String, u64>,
     wrk: u64,
     /// Microseconds in which every runnable task waited on the disk (`/proc/pressure/io`,
     /// "full"; 0 without pressure stall information): a WAL flush queued behind writeback.
@@ -164,15 +166,24 @@ impl Cpu {
         Cpu {
             bilet: cpu_ticks(&bilet.to_string()).unwrap_or(0),
             postgres: postgres_ticks(),
+            postgres_roles: postgres_ticks_by_role(),
             wrk: wrk.and_then(|pid| cpu_ticks(&pid.to_string())).unwrap_or(0),
             io_stalled_us: io_stalled_us(),
         }
     }
 
-    fn since(self, before: Cpu) -> Cpu {
+    fn since(self, before: &Cpu) -> Cpu {
         Cpu {
             bilet: self.bilet.saturating_sub(before.bilet),
             postgres: self.postgres.saturating_sub(before.postgres),
+            postgres_roles: self
+                .postgres_roles
+                .into_iter()
+                .map(|(role, ticks)| {
+                    let was = before.postgres_roles.get(&role).copied().unwrap_or(0);
+                    (role, ticks.saturating_sub(was))
+                })
+                .collect(),
             wrk: self.wrk.saturating_sub(before.wrk),
             io_stalled_us: self.io_stalled_us.saturating_sub(before.io_stalled_us),
         }
@@ -269,7 +280,7 @@ fn run_wrk(setup: &Setup, gateway: &str, file: &Path, bilet: u32) -> anyhow::Res
         report,
         result,
         tenths,
-        cpu: after.since(before),
+        cpu: after.since(&before),
         started: before,
     })
 }
@@ -436,7 +447,7 @@ impl Downstream {
         }
         Ok(Downstream {
             after: (!pending).then(|| since.elapsed()),
-            cpu: Cpu::sample(bilet, None).since(started),
+            cpu: Cpu::sample(bilet, None).since(&started),
         })
     }
 
@@ -677,7 +688,7 @@ async fn main() -> anyhow::Result<()> {
     let latencies = Latencies::sample(&client, &node.gateway)
         .await?
         .since(&latencies_before);
-    let downstream = Downstream::wait(&db, bilet, wrk.started).await?;
+    let downstream = Downstream::wait(&db, bilet, wrk.started.clone()).await?;
     // The statistics reach the shared counters within a second of a transaction's end.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let reads = BlockReads::sample(&db).await?.since(&reads_before);
@@ -732,6 +743,16 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "every runnable task waited on the disk for {:.0} ms of wrk's run (pressure stall information, io full)",
         wrk.cpu.io_stalled_us as f64 / 1000.0
+    );
+    println!(
+        "PostgreSQL's CPU over wrk's run by process, ms per registration: {}",
+        wrk.cpu
+            .postgres_roles
+            .iter()
+            .filter(|(_, ticks)| **ticks > 0)
+            .map(|(role, ticks)| format!("{role} {:.3}", per(*ticks)))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     println!("{latencies}");
     if let Some(timeline) = timeline(&wrk.tenths) {
