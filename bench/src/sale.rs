@@ -304,38 +304,79 @@ pub fn postgres_ticks() -> u64 {
         .sum()
 }
 
-/// `postgres_ticks` split by what each process is, from its title: "client backends",
-/// "autovacuum workers", the background processes by name ("checkpointer", "background
-/// writer", "walwriter", ...), and "postmaster and exited processes" (the postmaster counts
-/// the children it waited for: backends the pool replaced, autovacuum workers that finished).
-pub fn postgres_ticks_by_role() -> std::collections::BTreeMap<String, u64> {
-    let mut roles = std::collections::BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return roles;
-    };
-    for pid in dir
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|comm| comm.trim_end() == "postgres")
-        })
-    {
-        let Some(ticks) = ticks(&pid, true) else {
-            continue;
-        };
-        let title = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        *roles.entry(postgres_role(&title)).or_insert(0) += ticks;
-    }
-    roles
+/// PostgreSQL's processes at one moment, for `postgres_ticks` split by what each process is.
+#[derive(Clone, Debug, Default)]
+pub struct PostgresProcesses {
+    /// Each live process (by pid): what it is ("client backends", "autovacuum workers", the
+    /// background processes by name) and its ticks so far.
+    live: std::collections::BTreeMap<String, (String, u64)>,
+    /// The postmaster's own ticks and those of the children it waited for.
+    postmaster: u64,
 }
 
-/// What a PostgreSQL process is, by its title ("postgres: 15/main: checkpointer", or the
-/// postmaster's command line).
-fn postgres_role(title: &str) -> String {
-    let Some(rest) = title.strip_prefix("postgres: ") else {
-        return "postmaster and exited processes".into();
-    };
+/// The part of `since` spent by processes that exited in between, and by the postmaster.
+pub const EXITED: &str = "postmaster and processes that exited";
+
+impl PostgresProcesses {
+    pub fn sample() -> PostgresProcesses {
+        let mut sample = PostgresProcesses::default();
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return sample;
+        };
+        for pid in dir
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|comm| comm.trim_end() == "postgres")
+            })
+        {
+            let title = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            match postgres_role(&title) {
+                None => sample.postmaster += ticks(&pid, true).unwrap_or(0),
+                Some(role) => {
+                    if let Some(ticks) = ticks(&pid, false) {
+                        sample.live.insert(pid, (role, ticks));
+                    }
+                }
+            }
+        }
+        sample
+    }
+
+    /// Ticks from `before` to this sample by what each process is. A process that exited in
+    /// between reaches the postmaster's count with every tick of its life, so the ticks it
+    /// had at `before` come off that count (a pool's connection replaced during a burst is
+    /// otherwise charged with everything it did before it).
+    pub fn since(&self, before: &PostgresProcesses) -> std::collections::BTreeMap<String, u64> {
+        let mut roles = std::collections::BTreeMap::new();
+        for (pid, (role, ticks)) in &self.live {
+            let was = match before.live.get(pid) {
+                Some((_, was)) => *was,
+                None => 0,
+            };
+            *roles.entry(role.clone()).or_insert(0) += ticks.saturating_sub(was);
+        }
+        let before_exited: u64 = before
+            .live
+            .iter()
+            .filter(|(pid, _)| !self.live.contains_key(*pid))
+            .map(|(_, (_, ticks))| ticks)
+            .sum();
+        roles.insert(
+            EXITED.to_string(),
+            self.postmaster
+                .saturating_sub(before.postmaster)
+                .saturating_sub(before_exited),
+        );
+        roles
+    }
+}
+
+/// What a PostgreSQL process is, by its title ("postgres: 15/main: checkpointer"); `None`
+/// for the postmaster (its command line).
+fn postgres_role(title: &str) -> Option<String> {
+    let rest = title.strip_prefix("postgres: ")?;
     // After the cluster's name (which Debian puts first), or the title itself.
     let what = rest.split_once(": ").map_or(rest, |(_, what)| what);
     const BACKGROUND: [&str; 7] = [
@@ -347,13 +388,13 @@ fn postgres_role(title: &str) -> String {
         "archiver",
         "stats collector",
     ];
-    if what.starts_with("autovacuum worker") {
+    Some(if what.starts_with("autovacuum worker") {
         "autovacuum workers".into()
     } else if let Some(name) = BACKGROUND.iter().find(|name| what.starts_with(*name)) {
         (*name).into()
     } else {
         "client backends".into()
-    }
+    })
 }
 
 /// Clock ticks per second of the /proc figures (`getconf CLK_TCK`, 100 if that fails).

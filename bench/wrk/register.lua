@@ -18,8 +18,11 @@
 -- came, but with every connection waiting for its answer a slow stretch has few answers.
 -- On standard error each thread also writes when it sent its first request (Unix time) and
 -- how long after it its 1st, 64th, 128th, 256th and 512th answers came ("register-start"):
--- how long a burst's first wave waited. wrk starts each thread once its script has read the
--- file, so the second thread begins a few tenths after the first.
+-- how long a burst's first wave waited. wrk runs each thread's `init` (which reads the file)
+-- only after starting the threads before it, so on a busy machine the last thread would begin
+-- seconds after the first, and the burst's first seconds would be sent by half the
+-- connections: each thread leaves "<file>.ready.<k>" once it has read the file, and the first
+-- request of each waits until every thread's is there.
 
 -- A monotonic clock in seconds, for the time from the first request sent to the last answer
 -- (wrk's own duration also counts the time its threads sat idle after their last line), and
@@ -30,6 +33,7 @@ if has_ffi then
    ffi.cdef [[
       typedef struct { long tv_sec; long tv_nsec; } register_timespec;
       int clock_gettime(int clock_id, register_timespec *tp);
+      int usleep(unsigned int usec);
    ]]
    local now = ffi.new("register_timespec")
    local CLOCK_MONOTONIC = 1
@@ -44,6 +48,31 @@ if has_ffi then
    wall = function()
       return read(CLOCK_REALTIME)
    end
+end
+
+-- Sleeps about `seconds` (the thread's whole event loop with it).
+local function pause(seconds)
+   if has_ffi then
+      ffi.C.usleep(math.floor(seconds * 1e6))
+   else
+      os.execute(string.format("sleep %.3f", seconds))
+   end
+end
+
+-- Whether every thread has read its lines: each leaves a file when it has.
+local function marker(file, k)
+   return file .. ".ready." .. k
+end
+
+local function all_ready(file, count)
+   for k = 0, count - 1 do
+      local f = io.open(marker(file, k), "r")
+      if not f then
+         return false
+      end
+      f:close()
+   end
+   return true
 end
 
 -- Main state: the threads, each given its number.
@@ -87,6 +116,15 @@ function init(args)
    if #requests == 0 then
       error(string.format("thread %d has no line of %s (fewer lines than threads)", id, file))
    end
+   -- The first thread's init runs before any other's (wrk runs them one after the other), so
+   -- markers left by an earlier run are gone before any thread of this one leaves its own.
+   if id == 0 then
+      for k = 0, count - 1 do
+         os.remove(marker(file, k))
+      end
+   end
+   assert(io.open(marker(file, id), "w")):close()
+   ready_file, thread_count, waiting = file, count, true
    ids = assert(io.open(file .. ".ids." .. id, "w"))
    next_line = 1
    created, sold_out, other, answered = 0, 0, 0, 0
@@ -108,6 +146,13 @@ function request()
    if r == nil then
       -- Every line sent: this connection stays quiet until the thread stops.
       return ""
+   end
+   if waiting then
+      -- The thread's first request: nothing goes out before every thread can send too.
+      while not all_ready(ready_file, thread_count) do
+         pause(0.01)
+      end
+      waiting = false
    end
    if next_line == 1 and clock then
       first = clock()

@@ -26,8 +26,8 @@ use anyhow::Context;
 use bench::backlog::Backlog;
 use bench::node::Node;
 use bench::sale::{
-    SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second, cpu_ticks, env_or,
-    fresh_database, postgres_ticks, postgres_ticks_by_role, sales, shape, token,
+    PostgresProcesses, SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second,
+    cpu_ticks, env_or, fresh_database, postgres_ticks, sales, shape, token,
 };
 use bench::wrk::{
     REGISTER_RESULT, REGISTER_THREAD_DONE, REGISTER_TIMELINE, Wrk, answered_ids, printed, tenths,
@@ -153,7 +153,9 @@ async fn open_rooms(db: &tokio_postgres::Client, sales: &Sales) -> anyhow::Resul
 struct Cpu {
     bilet: u64,
     postgres: u64,
-    /// `postgres` by what each process is.
+    /// PostgreSQL's processes, for `postgres` by what each process is.
+    postgres_processes: PostgresProcesses,
+    /// `postgres` by what each process is (only in a difference of two samples).
     postgres_roles: std::collections::BTreeMap<String, u64>,
     wrk: u64,
     /// Microseconds in which every runnable task waited on the disk (`/proc/pressure/io`,
@@ -166,7 +168,8 @@ impl Cpu {
         Cpu {
             bilet: cpu_ticks(&bilet.to_string()).unwrap_or(0),
             postgres: postgres_ticks(),
-            postgres_roles: postgres_ticks_by_role(),
+            postgres_processes: PostgresProcesses::sample(),
+            postgres_roles: Default::default(),
             wrk: wrk.and_then(|pid| cpu_ticks(&pid.to_string())).unwrap_or(0),
             io_stalled_us: io_stalled_us(),
         }
@@ -176,14 +179,8 @@ impl Cpu {
         Cpu {
             bilet: self.bilet.saturating_sub(before.bilet),
             postgres: self.postgres.saturating_sub(before.postgres),
-            postgres_roles: self
-                .postgres_roles
-                .into_iter()
-                .map(|(role, ticks)| {
-                    let was = before.postgres_roles.get(&role).copied().unwrap_or(0);
-                    (role, ticks.saturating_sub(was))
-                })
-                .collect(),
+            postgres_roles: self.postgres_processes.since(&before.postgres_processes),
+            postgres_processes: self.postgres_processes,
             wrk: self.wrk.saturating_sub(before.wrk),
             io_stalled_us: self.io_stalled_us.saturating_sub(before.io_stalled_us),
         }
