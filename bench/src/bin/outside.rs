@@ -161,6 +161,10 @@ struct Cpu {
     /// Microseconds in which every runnable task waited on the disk (`/proc/pressure/io`,
     /// "full"; 0 without pressure stall information): a WAL flush queued behind writeback.
     io_stalled_us: u64,
+    /// The machine's ticks, all CPUs together, and those of them the hypervisor gave to
+    /// another guest (`/proc/stat`, "steal"): on a virtual machine a run with much stolen is
+    /// slower for reasons outside it, and not comparable with one without.
+    machine: (u64, u64),
 }
 
 impl Cpu {
@@ -172,6 +176,7 @@ impl Cpu {
             postgres_roles: Default::default(),
             wrk: wrk.and_then(|pid| cpu_ticks(&pid.to_string())).unwrap_or(0),
             io_stalled_us: io_stalled_us(),
+            machine: machine_ticks(),
         }
     }
 
@@ -183,8 +188,31 @@ impl Cpu {
             postgres_processes: self.postgres_processes,
             wrk: self.wrk.saturating_sub(before.wrk),
             io_stalled_us: self.io_stalled_us.saturating_sub(before.io_stalled_us),
+            machine: (
+                self.machine.0.saturating_sub(before.machine.0),
+                self.machine.1.saturating_sub(before.machine.1),
+            ),
         }
     }
+}
+
+/// The machine's ticks (every field of `/proc/stat`'s "cpu" line but guest time, which user
+/// time already counts) and its stolen ticks; (0, 0) where there is no such file.
+fn machine_ticks() -> (u64, u64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
+        return (0, 0);
+    };
+    let Some(cpu) = stat.lines().find(|l| l.starts_with("cpu ")) else {
+        return (0, 0);
+    };
+    // user nice system idle iowait irq softirq steal guest guest_nice
+    let fields: Vec<u64> = cpu
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let total = fields.iter().take(8).sum();
+    (total, fields.get(7).copied().unwrap_or(0))
 }
 
 /// The "full" line's total of `/proc/pressure/io`, or 0 where the kernel keeps none.
@@ -740,6 +768,11 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "every runnable task waited on the disk for {:.0} ms of wrk's run (pressure stall information, io full)",
         wrk.cpu.io_stalled_us as f64 / 1000.0
+    );
+    let (machine, stolen) = wrk.cpu.machine;
+    println!(
+        "stolen by the hypervisor: {:.1}% of the machine's CPU time over wrk's run (/proc/stat)",
+        100.0 * stolen as f64 / machine.max(1) as f64
     );
     println!(
         "PostgreSQL's CPU over wrk's run by process, ms per registration: {}",
