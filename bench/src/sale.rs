@@ -291,17 +291,7 @@ fn ticks(pid: &str, children: bool) -> Option<u64> {
 /// `database.connection_lifetime_ms`) is counted through the postmaster, which waits for it;
 /// on another machine this reads 0.
 pub fn postgres_ticks() -> u64 {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    dir.filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|comm| comm.trim_end() == "postgres")
-        })
-        .filter_map(|pid| ticks(&pid, true))
-        .sum()
+    PostgresProcesses::sample().total()
 }
 
 /// PostgreSQL's processes at one moment, for `postgres_ticks` split by what each process is.
@@ -342,6 +332,11 @@ impl PostgresProcesses {
             }
         }
         sample
+    }
+
+    /// Every process's ticks, the postmaster's count of those that exited included.
+    pub fn total(&self) -> u64 {
+        self.postmaster + self.live.values().map(|(_, ticks)| ticks).sum::<u64>()
     }
 
     /// Ticks from `before` to this sample by what each process is. A process that exited in

@@ -27,7 +27,7 @@ use bench::backlog::Backlog;
 use bench::node::Node;
 use bench::sale::{
     PostgresProcesses, SECRET, Sales, admin_url, audit, bilet_bin, clock_ticks_per_second,
-    cpu_ticks, env_or, fresh_database, postgres_ticks, sales, shape, token,
+    cpu_ticks, env_or, fresh_database, sales, shape, token,
 };
 use bench::wrk::{
     REGISTER_RESULT, REGISTER_THREAD_DONE, REGISTER_TIMELINE, Wrk, answered_ids, printed, tenths,
@@ -169,10 +169,11 @@ struct Cpu {
 
 impl Cpu {
     fn sample(bilet: u32, wrk: Option<u32>) -> Cpu {
+        let postgres_processes = PostgresProcesses::sample();
         Cpu {
             bilet: cpu_ticks(&bilet.to_string()).unwrap_or(0),
-            postgres: postgres_ticks(),
-            postgres_processes: PostgresProcesses::sample(),
+            postgres: postgres_processes.total(),
+            postgres_processes,
             postgres_roles: Default::default(),
             wrk: wrk.and_then(|pid| cpu_ticks(&pid.to_string())).unwrap_or(0),
             io_stalled_us: io_stalled_us(),
