@@ -1565,10 +1565,12 @@ async fn seat_transactions_probe_by_key_on_plans_made_while_the_tables_were_empt
         commit(&held, 250).await;
     }
     let sold: i64 = 2 + 40 * 250 + 5 * 250;
-    // A connection that ends reports its statistics.
+    // A connection that ends reports its statistics. Rows an attempt inserted before it drew
+    // a confirmation code twice and was run again count too (about one run in seventeen draws
+    // one twice among 11,252 codes), so at least `sold`.
     drop((held, grow));
     let reported = eventually(15, || async {
-        table_reads(&owner, "registrations").await.2 == sold
+        table_reads(&owner, "registrations").await.2 >= sold
     })
     .await;
     assert!(reported, "every insert reported");

@@ -1,7 +1,7 @@
 //! The bot against the fake Bot API: /start with a link token or an invite code, /help,
 //! /tickets.
 
-use super::{free_event, link_token, linked, register, with_bot};
+use super::{free_event, known, link_token, linked, register, with_bot};
 use chrono::Duration;
 use serde_json::json;
 
@@ -13,22 +13,7 @@ async fn start_links_a_chat_once_and_other_commands_answer() {
     // The welcome comes in Ann's language (Russian by default) with her name, once the
     // notification service has learnt it from user.registered (before that, the bot greets
     // the chat by the messenger's own name: see delivery.rs).
-    let owner = ctx.t.owner().await;
-    let db = &owner;
-    assert!(
-        crate::support::eventually(10, || async {
-            db.query_one(
-                "SELECT count(*) FROM notification_service.users WHERE user_id = $1::text::uuid",
-                &[&ann.user_id],
-            )
-            .await
-            .unwrap()
-            .get::<_, i64>(0)
-                == 1
-        })
-        .await,
-        "the notification service learnt Ann's name"
-    );
+    known(&ctx, &ann).await;
     let token = link_token(&ctx, &ann).await;
     tg.says(5001, &format!("/start {token}"));
     let welcome = tg.wait_for(5001, 1, 10).await;

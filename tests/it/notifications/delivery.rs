@@ -1,7 +1,7 @@
 //! Delivery: every template for a hostile name, the ticket photo, fan-out on cancellation,
 //! 429 and 500 answers, opt-outs and skips, the internal send endpoint.
 
-use super::{free_event, linked, log_of, log_of_at_least, register, send_direct, with_bot};
+use super::{free_event, known, linked, log_of, log_of_at_least, register, send_direct, with_bot};
 use crate::fake_telegram::Trouble;
 use crate::identity::{Ctx, PASSWORD, session};
 use crate::support::{eventually, send};
@@ -27,6 +27,8 @@ async fn every_template_reaches_a_user_with_a_markdown_hostile_name() {
     assert_eq!(r.status, 201, "{}", r.body);
     let user = session(&ctx.login(&email, PASSWORD).await.body, &email);
     linked(&ctx, &tg, &user, 6001).await;
+    // A direct send names the user from what user.registered told the service.
+    known(&ctx, &user).await;
     for kind in Kind::ALL {
         let variables: serde_json::Map<String, serde_json::Value> =
             domain::notifications::templates::variables(kind)

@@ -47,6 +47,29 @@ pub async fn link_token(ctx: &Ctx, user: &Session) -> String {
         .to_string()
 }
 
+/// Waits until the notification service has learnt `user` from user.registered: until then
+/// it knows no name to put in a message (the bot's /start answer uses the messenger's).
+pub async fn known(ctx: &Ctx, user: &Session) {
+    let owner = ctx.t.owner().await;
+    let db = &owner;
+    let learnt = crate::support::eventually(10, || async {
+        db.query_one(
+            "SELECT count(*) FROM notification_service.users WHERE user_id = $1::text::uuid",
+            &[&user.user_id],
+        )
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+            == 1
+    })
+    .await;
+    assert!(
+        learnt,
+        "the notification service learnt user {}",
+        user.user_id
+    );
+}
+
 /// Links `user` to `chat` through the bot and waits for the welcome.
 pub async fn linked(ctx: &Ctx, telegram: &FakeTelegram, user: &Session, chat: i64) {
     let before = telegram.delivered_to(chat).len();
