@@ -281,10 +281,15 @@ async fn a_pool_keeps_its_warm_connections_open_while_quiet() {
     drop(burst);
     assert_eq!(db.open_connections(), 6);
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    assert_eq!(db.open_connections(), 2, "the warm ones stay");
+    // Past their lifetime by now, so a look may fall inside a renewal (see below).
+    assert!(
+        eventually(2, || async { db.open_connections() == 2 }).await,
+        "the warm ones stay: {}",
+        db.open_connections()
+    );
 
-    // They still live no longer than a connection's lifetime: renewed one at a time, so
-    // two are open at every look.
+    // They still live no longer than a connection's lifetime: renewed one at a time (closed,
+    // then opened again in the same round), so never all closed at once.
     let pids = || async {
         let client = t.owner().await;
         let rows = client
@@ -307,7 +312,12 @@ async fn a_pool_keeps_its_warm_connections_open_while_quiet() {
         seen.len() >= first.len() + 2,
         "renewed as they reach their lifetime: {first:?}, then {seen:?}"
     );
-    assert_eq!(db.open_connections(), 2);
+    // A look may fall between a renewal's close and its open.
+    assert!(
+        eventually(2, || async { db.open_connections() == 2 }).await,
+        "back to the warm two: {}",
+        db.open_connections()
+    );
 }
 
 #[tokio::test]
